@@ -1,0 +1,206 @@
+//! The control directory: `$MAXX_CONTROL_DIR`, else `/tmp/maxx-control-<uid>`.
+//!
+//! It lives in world-writable `/tmp`, so before anything is read from or written into it,
+//! it must be ours: a real directory (not a symlink), owned by our uid, mode 0700 with no
+//! group/other bits. A directory that fails the check is refused, never repaired.
+
+use std::fs;
+use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// Socket file name inside the control dir.
+pub const SOCKET_FILE: &str = "control.sock";
+/// Token file name inside the control dir.
+pub const TOKEN_FILE: &str = "token";
+/// Pid of the running daemon.
+pub const PID_FILE: &str = "daemon.pid";
+/// Log file of a detached daemon.
+pub const LOG_FILE: &str = "daemon.log";
+
+/// A validated control directory.
+#[derive(Debug, Clone)]
+pub struct ControlDir {
+    path: PathBuf,
+}
+
+/// The control dir the environment names: `$MAXX_CONTROL_DIR`, else `/tmp/maxx-control-<uid>`.
+pub fn default_control_dir() -> PathBuf {
+    match std::env::var_os("MAXX_CONTROL_DIR") {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => PathBuf::from(format!("/tmp/maxx-control-{}", nix::unistd::geteuid())),
+    }
+}
+
+impl ControlDir {
+    /// Create the directory (0700) if it is missing, then validate it.
+    pub fn prepare(path: &Path) -> io::Result<ControlDir> {
+        match fs::symlink_metadata(path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                fs::DirBuilder::new()
+                    .mode(0o700)
+                    .create(path)
+                    .map_err(|e| {
+                        io::Error::new(
+                            e.kind(),
+                            format!("cannot create control dir {}: {e}", path.display()),
+                        )
+                    })?;
+            }
+            Err(e) => return Err(e),
+            Ok(_) => {}
+        }
+        Self::open(path)
+    }
+
+    /// Validate an existing directory without creating anything.
+    pub fn open(path: &Path) -> io::Result<ControlDir> {
+        let refuse = |why: String| {
+            io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!("refusing control dir {}: {why}", path.display()),
+            )
+        };
+        let meta = fs::symlink_metadata(path)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+        if meta.file_type().is_symlink() {
+            return Err(refuse("it is a symlink".into()));
+        }
+        if !meta.is_dir() {
+            return Err(refuse("it is not a directory".into()));
+        }
+        let uid = nix::unistd::geteuid().as_raw();
+        if meta.uid() != uid {
+            return Err(refuse(format!(
+                "it is owned by uid {}, not by us ({uid})",
+                meta.uid()
+            )));
+        }
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            return Err(refuse(format!(
+                "its mode is {mode:o}; it must be 700 (chmod 700 it or remove it)"
+            )));
+        }
+        Ok(ControlDir {
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// `control.sock`.
+    pub fn socket_path(&self) -> PathBuf {
+        self.path.join(SOCKET_FILE)
+    }
+
+    /// `token`.
+    pub fn token_path(&self) -> PathBuf {
+        self.path.join(TOKEN_FILE)
+    }
+
+    /// `daemon.log`.
+    pub fn log_path(&self) -> PathBuf {
+        self.path.join(LOG_FILE)
+    }
+
+    /// Write a fresh token (≥ 128 bits from the OS RNG, hex) atomically with mode 0600.
+    pub fn write_new_token(&self) -> io::Result<String> {
+        let mut bytes = [0u8; 32];
+        getrandom::fill(&mut bytes).map_err(|e| io::Error::other(format!("getrandom: {e}")))?;
+        let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        self.write_private(TOKEN_FILE, token.as_bytes())?;
+        Ok(token)
+    }
+
+    /// Read the token (bounded; a token file is 64 bytes).
+    pub fn read_token(&self) -> io::Result<String> {
+        let path = self.token_path();
+        let meta = fs::symlink_metadata(&path)?;
+        if !meta.is_file() || meta.len() > 4096 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{} is not a token file", path.display()),
+            ));
+        }
+        Ok(fs::read_to_string(&path)?.trim().to_string())
+    }
+
+    /// Write `name` atomically (temp file + rename) with mode 0600.
+    pub fn write_private(&self, name: &str, contents: &[u8]) -> io::Result<()> {
+        let tmp = self
+            .path
+            .join(format!(".{name}.tmp.{}", std::process::id()));
+        let result = (|| {
+            let mut f = fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&tmp)?;
+            f.write_all(contents)?;
+            f.sync_all()?;
+            fs::rename(&tmp, self.path.join(name))
+        })();
+        if result.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        result
+    }
+}
+
+/// Compare two secrets in time independent of where they differ.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_loose_and_symlinked_dirs() {
+        let tmp = tempdir();
+        let dir = tmp.join("ctl");
+        let cd = ControlDir::prepare(&dir).unwrap();
+        assert_eq!(
+            fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
+            0o700
+        );
+        let token = cd.write_new_token().unwrap();
+        assert_eq!(token.len(), 64);
+        assert_eq!(cd.read_token().unwrap(), token);
+        assert_eq!(
+            fs::metadata(cd.token_path()).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(ControlDir::prepare(&dir).is_err());
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).unwrap();
+
+        let link = tmp.join("link");
+        std::os::unix::fs::symlink(&dir, &link).unwrap();
+        assert!(ControlDir::prepare(&link).is_err());
+        fs::remove_dir_all(&tmp).unwrap();
+    }
+
+    #[test]
+    fn constant_time() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"ab"));
+    }
+
+    fn tempdir() -> PathBuf {
+        let p = std::env::temp_dir().join(format!("maxx-cd-test-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&p);
+        fs::create_dir_all(&p).unwrap();
+        p
+    }
+}

@@ -1,0 +1,395 @@
+//! A session's PTY and child process, driven by one tokio task (the *pump*), not a thread.
+//!
+//! portable-pty opens the PTY and spawns the child (setsid, controlling tty, cwd, env).
+//! After that the daemon owns the I/O itself: the master is duplicated, made non-blocking
+//! and registered with tokio (`AsyncFd`), and the child's exit is observed through a
+//! pidfd, so 1,000 sessions cost 1,000 small tasks and no threads.
+//!
+//! The pump reads output in chunks and hands each to the session actor together with a
+//! credit from a bounded semaphore: if the actor falls behind, the pump stops reading and
+//! the kernel's PTY buffer pushes back on the child — memory never grows without bound.
+//! Input is queued to the pump and written when the master is writable, so a child that
+//! does not read its input can never block the actor.
+
+use nix::sys::signal::{killpg, Signal};
+use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::unistd::Pid;
+use portable_pty::{native_pty_system, Child, CommandBuilder, MasterPty, PtySize};
+use std::collections::VecDeque;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio::io::unix::AsyncFd;
+use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinHandle;
+
+/// Largest chunk read from the master at once.
+const READ_CHUNK: usize = 64 * 1024;
+/// Chunks in flight between the pump and the actor before the pump stops reading.
+const READ_CREDITS: usize = 16;
+/// How long a hung-up child may take to exit before it is killed.
+pub const KILL_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// What to run and how.
+pub struct SpawnSpec {
+    /// Shell command (`/bin/sh -c`); `None` runs the user's login shell.
+    pub command: Option<String>,
+    /// Working directory (validated by the caller).
+    pub cwd: PathBuf,
+    /// Environment added to the daemon's own, in order; later entries win.
+    pub env: Vec<(String, String)>,
+    /// PTY columns.
+    pub cols: u16,
+    /// PTY rows.
+    pub rows: u16,
+}
+
+/// What the pump reports to its session.
+pub enum PumpEvent {
+    /// A chunk of output; drop the permit once it is processed.
+    Output(Vec<u8>, OwnedSemaphorePermit),
+    /// The master read EOF/EIO: every holder of the slave side closed it.
+    OutputClosed,
+    /// The child's pidfd became readable: call [`Pty::reap`].
+    ChildExited,
+}
+
+/// How the child ended, as the kernel reported it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExitInfo {
+    /// `exit(code)`.
+    Code(i32),
+    /// Killed by a signal, e.g. `SIGKILL`.
+    Signal(String),
+}
+
+struct InputChunk {
+    bytes: Vec<u8>,
+    done: oneshot::Sender<io::Result<()>>,
+}
+
+/// The live PTY of a session. Dropping it stops the pump, hangs up the terminal and
+/// kills the child's process group.
+pub struct Pty {
+    // Field order is drop order: stop the pump before the master fd closes.
+    pump: JoinHandle<()>,
+    input: mpsc::UnboundedSender<InputChunk>,
+    master: Box<dyn MasterPty + Send>,
+    // Held so the std Child is not dropped early; reaping is done with waitpid.
+    _child: Box<dyn Child + Send + Sync>,
+    pid: u32,
+    reaped: bool,
+}
+
+impl Pty {
+    /// Open a PTY, spawn the child in it and start the pump, which reports to `sink`.
+    /// `sink` returns false once nobody listens, which ends the pump.
+    pub fn spawn<F>(spec: SpawnSpec, sink: F) -> io::Result<Pty>
+    where
+        F: Fn(PumpEvent) -> bool + Send + 'static,
+    {
+        let pair = native_pty_system()
+            .openpty(PtySize {
+                rows: spec.rows,
+                cols: spec.cols,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .map_err(|e| io::Error::other(format!("openpty: {e}")))?;
+        let mut cmd = match &spec.command {
+            Some(command) => {
+                let mut c = CommandBuilder::new("/bin/sh");
+                c.arg("-c");
+                c.arg(command);
+                c
+            }
+            None => CommandBuilder::new_default_prog(),
+        };
+        cmd.cwd(&spec.cwd);
+        for (k, v) in &spec.env {
+            cmd.env(k, v);
+        }
+        let child = pair
+            .slave
+            .spawn_command(cmd)
+            .map_err(|e| io::Error::other(format!("spawn: {e}")))?;
+        // The reader only sees EOF once every slave fd is closed, ours included.
+        drop(pair.slave);
+        let master = pair.master;
+        let pid = child
+            .process_id()
+            .ok_or_else(|| io::Error::other("spawned child has no pid"))?;
+
+        let raw = master
+            .as_raw_fd()
+            .ok_or_else(|| io::Error::other("PTY master has no fd"))?;
+        let io_fd = dup_nonblocking(raw)?;
+        let pidfd = pidfd_open(pid)?;
+        let io_fd = register(io_fd)?;
+        let pidfd = register(pidfd)?;
+        let (input, input_rx) = mpsc::unbounded_channel();
+        let pump = tokio::spawn(pump(io_fd, pidfd, input_rx, sink));
+        Ok(Pty {
+            pump,
+            input,
+            master,
+            _child: child,
+            pid,
+            reaped: false,
+        })
+    }
+
+    /// The child's pid.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Queue bytes for the child's input; the receiver resolves once they are written to
+    /// the kernel's tty queue.
+    pub fn write(&self, bytes: Vec<u8>) -> oneshot::Receiver<io::Result<()>> {
+        let (done, rx) = oneshot::channel();
+        if let Err(mpsc::error::SendError(chunk)) = self.input.send(InputChunk { bytes, done }) {
+            let _ = chunk.done.send(Err(io::Error::other("the PTY is closed")));
+        }
+        rx
+    }
+
+    /// Collect the child's exit status after [`PumpEvent::ChildExited`]. `None` if it has
+    /// not exited (or was already reaped).
+    pub fn reap(&mut self) -> Option<ExitInfo> {
+        if self.reaped {
+            return None;
+        }
+        match waitpid(Pid::from_raw(self.pid as i32), Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::Exited(_, code)) => {
+                self.reaped = true;
+                Some(ExitInfo::Code(code))
+            }
+            Ok(WaitStatus::Signaled(_, sig, _)) => {
+                self.reaped = true;
+                Some(ExitInfo::Signal(sig.as_str().to_string()))
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether the child was reaped.
+    pub fn reaped(&self) -> bool {
+        self.reaped
+    }
+
+    /// Foreground process group of the terminal (`tcgetpgrp` on the master).
+    pub fn foreground_pgrp(&self) -> Option<i32> {
+        self.master.process_group_leader()
+    }
+
+    /// Signal the terminal's foreground process group (falling back to the child's own).
+    pub fn signal_foreground(&self, sig: Signal) -> io::Result<()> {
+        let pgrp = self
+            .foreground_pgrp()
+            .filter(|p| *p > 0)
+            .unwrap_or(self.pid as i32);
+        killpg(Pid::from_raw(pgrp), sig).map_err(io::Error::from)
+    }
+
+    /// Signal the child's process group (the child is a session leader, so pgid = pid).
+    pub fn signal_child_group(&self, sig: Signal) {
+        if !self.reaped {
+            let _ = killpg(Pid::from_raw(self.pid as i32), sig);
+        }
+    }
+}
+
+impl Drop for Pty {
+    fn drop(&mut self) {
+        self.pump.abort();
+        if !self.reaped {
+            // The session is going away without a graceful close (daemon stop or a failed
+            // actor): nobody is left to read this child's output, so hang it up, give it a
+            // moment, then kill and reap it.
+            let pid = Pid::from_raw(self.pid as i32);
+            let _ = killpg(pid, Signal::SIGHUP);
+            let _ = killpg(pid, Signal::SIGCONT);
+            if let Ok(handle) = tokio::runtime::Handle::try_current() {
+                let pidfd = pidfd_open(self.pid).and_then(register);
+                handle.spawn(async move {
+                    if let Ok(pidfd) = pidfd {
+                        let _ = tokio::time::timeout(KILL_GRACE, pidfd.readable()).await;
+                    }
+                    if matches!(
+                        waitpid(pid, Some(WaitPidFlag::WNOHANG)),
+                        Ok(WaitStatus::StillAlive)
+                    ) {
+                        let _ = killpg(pid, Signal::SIGKILL);
+                        let _ = tokio::task::spawn_blocking(move || waitpid(pid, None)).await;
+                    }
+                });
+            }
+        }
+    }
+}
+
+fn dup_nonblocking(fd: RawFd) -> io::Result<OwnedFd> {
+    // SAFETY: fcntl on a valid fd; the result is a new fd we own.
+    let dup = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+    if dup < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `dup` is a fresh descriptor owned by nobody else.
+    let owned = unsafe { OwnedFd::from_raw_fd(dup) };
+    // O_NONBLOCK is a property of the open file description, shared with the master.
+    // portable-pty never reads or writes the master for us, so that is safe.
+    let flags = unsafe { libc::fcntl(dup, libc::F_GETFL) };
+    if flags < 0 || unsafe { libc::fcntl(dup, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(owned)
+}
+
+/// Register an owned descriptor with tokio's reactor.
+fn register(fd: OwnedFd) -> io::Result<AsyncFd<OwnedFd>> {
+    // SAFETY: the OwnedFd is moved into the AsyncFd, which keeps it open (and is the only
+    // owner) until it deregisters and drops it.
+    unsafe { AsyncFd::register(fd).map_err(io::Error::from) }
+}
+
+fn pidfd_open(pid: u32) -> io::Result<OwnedFd> {
+    // SAFETY: plain syscall; returns a new fd or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the kernel just gave us this descriptor.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// Read one chunk once a read credit is free. `None` on EOF or EIO (slave closed).
+async fn read_chunk(
+    io: &AsyncFd<OwnedFd>,
+    credits: &Arc<Semaphore>,
+) -> Option<(Vec<u8>, OwnedSemaphorePermit)> {
+    let permit = credits.clone().acquire_owned().await.ok()?;
+    loop {
+        let mut guard = io.readable().await.ok()?;
+        let result = guard.try_io(|fd| {
+            let mut buf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+            // SAFETY: reading into the vector's spare capacity, then setting its length
+            // to what the kernel wrote.
+            let n = unsafe {
+                libc::read(
+                    fd.as_raw_fd(),
+                    buf.as_mut_ptr() as *mut libc::c_void,
+                    READ_CHUNK,
+                )
+            };
+            if n < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            unsafe { buf.set_len(n as usize) };
+            Ok(buf)
+        });
+        match result {
+            Ok(Ok(buf)) if buf.is_empty() => return None,
+            Ok(Ok(buf)) => return Some((buf, permit)),
+            Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Ok(Err(_)) => return None, // EIO: the slave side is gone.
+            Err(_would_block) => continue,
+        }
+    }
+}
+
+/// Write as much of `bytes` as the master takes now. Returns bytes written.
+async fn write_some(io: &AsyncFd<OwnedFd>, bytes: &[u8]) -> io::Result<usize> {
+    loop {
+        let mut guard = io.writable().await?;
+        match guard.try_io(|fd| {
+            // SAFETY: writing from a valid slice.
+            let n = unsafe {
+                libc::write(
+                    fd.as_raw_fd(),
+                    bytes.as_ptr() as *const libc::c_void,
+                    bytes.len(),
+                )
+            };
+            if n < 0 {
+                Err(io::Error::last_os_error())
+            } else {
+                Ok(n as usize)
+            }
+        }) {
+            Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Ok(r) => return r,
+            Err(_would_block) => continue,
+        }
+    }
+}
+
+async fn pump<F>(
+    io: AsyncFd<OwnedFd>,
+    pidfd: AsyncFd<OwnedFd>,
+    mut input_rx: mpsc::UnboundedReceiver<InputChunk>,
+    sink: F,
+) where
+    F: Fn(PumpEvent) -> bool + Send + 'static,
+{
+    let credits = Arc::new(Semaphore::new(READ_CREDITS));
+    let mut read_open = true;
+    let mut child_alive = true;
+    let mut input_open = true;
+    let mut pending: VecDeque<InputChunk> = VecDeque::new();
+    let mut offset = 0usize;
+    while read_open || child_alive || input_open || !pending.is_empty() {
+        let front: &[u8] = pending.front().map(|c| &c.bytes[offset..]).unwrap_or(&[]);
+        let has_pending = !pending.is_empty();
+        tokio::select! {
+            chunk = read_chunk(&io, &credits), if read_open => match chunk {
+                Some((buf, permit)) => {
+                    if !sink(PumpEvent::Output(buf, permit)) {
+                        return;
+                    }
+                }
+                None => {
+                    read_open = false;
+                    if !sink(PumpEvent::OutputClosed) {
+                        return;
+                    }
+                }
+            },
+            ready = pidfd.readable(), if child_alive => {
+                if let Ok(mut guard) = ready {
+                    guard.retain_ready();
+                }
+                child_alive = false;
+                if !sink(PumpEvent::ChildExited) {
+                    return;
+                }
+            },
+            written = write_some(&io, front), if has_pending => {
+                match written {
+                    Ok(n) => {
+                        offset += n;
+                        if offset >= pending.front().map_or(0, |c| c.bytes.len()) {
+                            if let Some(chunk) = pending.pop_front() {
+                                let _ = chunk.done.send(Ok(()));
+                            }
+                            offset = 0;
+                        }
+                    }
+                    Err(e) => {
+                        // The slave is gone: fail everything queued.
+                        for chunk in pending.drain(..) {
+                            let _ = chunk.done.send(Err(io::Error::new(e.kind(), e.to_string())));
+                        }
+                        offset = 0;
+                    }
+                }
+            },
+            msg = input_rx.recv(), if input_open => match msg {
+                Some(chunk) if chunk.bytes.is_empty() => { let _ = chunk.done.send(Ok(())); }
+                Some(chunk) => pending.push_back(chunk),
+                None => input_open = false,
+            },
+        }
+    }
+}

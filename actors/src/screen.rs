@@ -1,0 +1,113 @@
+//! The light pass over PTY output: a vte parser that tracks only what the daemon must
+//! know at full drain speed — the title (OSC 0/2), bracketed-paste mode (DEC 2004),
+//! application-cursor mode (DEC 1) and the alternate screen (DEC 47/1047/1049).
+//!
+//! It keeps no grid, so it costs nothing per cell and no memory per session beyond the
+//! parser. Everything here is a mechanical fact the program asked the terminal for.
+
+use vte::{Params, Parser, Perform};
+
+/// Longest title kept, in chars; longer titles are truncated.
+const TITLE_MAX_CHARS: usize = 1024;
+
+/// Terminal modes and title, as set by escape sequences.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ScreenFlags {
+    /// Title from the last OSC 0 or OSC 2.
+    pub title: Option<String>,
+    /// DEC mode 2004: paste must be wrapped in `ESC[200~` … `ESC[201~`.
+    pub bracketed_paste: bool,
+    /// DEC mode 1: cursor keys send `ESC O A` instead of `ESC [ A`.
+    pub app_cursor: bool,
+    /// DEC 47/1047/1049: the alternate screen is active.
+    pub alt_screen: bool,
+}
+
+/// The parser plus the flags it maintains.
+pub struct LightScreen {
+    parser: Parser,
+    flags: ScreenFlags,
+}
+
+impl Default for LightScreen {
+    fn default() -> Self {
+        LightScreen {
+            parser: Parser::new(),
+            flags: ScreenFlags::default(),
+        }
+    }
+}
+
+impl LightScreen {
+    /// Feed PTY output. Returns true when the title changed.
+    pub fn advance(&mut self, bytes: &[u8]) -> bool {
+        let before = self.flags.title.clone();
+        let mut performer = FlagsPerformer {
+            flags: &mut self.flags,
+        };
+        self.parser.advance(&mut performer, bytes);
+        self.flags.title != before
+    }
+
+    /// Current flags.
+    pub fn flags(&self) -> &ScreenFlags {
+        &self.flags
+    }
+}
+
+struct FlagsPerformer<'a> {
+    flags: &'a mut ScreenFlags,
+}
+
+impl Perform for FlagsPerformer<'_> {
+    fn osc_dispatch(&mut self, params: &[&[u8]], _bell_terminated: bool) {
+        match params {
+            [b"0" | b"2", rest @ ..] if !rest.is_empty() => {
+                // A title may itself contain ';', which vte splits on.
+                let joined = rest.join(&b';');
+                let title: String = String::from_utf8_lossy(&joined)
+                    .chars()
+                    .filter(|c| !c.is_control())
+                    .take(TITLE_MAX_CHARS)
+                    .collect();
+                self.flags.title = Some(title);
+            }
+            _ => {}
+        }
+    }
+
+    fn csi_dispatch(&mut self, params: &Params, intermediates: &[u8], _ignore: bool, c: char) {
+        if intermediates != b"?" || !(c == 'h' || c == 'l') {
+            return;
+        }
+        let on = c == 'h';
+        for param in params.iter() {
+            match param.first().copied() {
+                Some(2004) => self.flags.bracketed_paste = on,
+                Some(1) => self.flags.app_cursor = on,
+                Some(47 | 1047 | 1049) => self.flags.alt_screen = on,
+                _ => {}
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn title_and_modes() {
+        let mut s = LightScreen::default();
+        assert!(s.advance(b"hello\x1b]2;my; title\x07 more"));
+        assert_eq!(s.flags().title.as_deref(), Some("my; title"));
+        assert!(!s.advance(b"\x1b[?2004h\x1b[?1;1049h"));
+        assert!(s.flags().bracketed_paste && s.flags().app_cursor && s.flags().alt_screen);
+        // Split across chunks.
+        s.advance(b"\x1b[?20");
+        s.advance(b"04l");
+        assert!(!s.flags().bracketed_paste);
+        assert!(s.advance(b"\x1b]0;x\x1b\\"));
+        assert_eq!(s.flags().title.as_deref(), Some("x"));
+    }
+}

@@ -1,0 +1,121 @@
+//! Error codes: stable snake_case strings scripts branch on (never on `message`).
+
+use serde::{Deserialize, Serialize};
+
+/// A typed error code, serialised snake_case (`not_found`, `invalid_request`, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// `unauthenticated`: the token (or a registration proof) is missing or wrong.
+    Unauthenticated,
+    /// `unauthorized`: the capability policy denied the request.
+    Unauthorized,
+    /// `confirmation_required`: the policy wants the request re-sent with `confirm: true`.
+    ConfirmationRequired,
+    /// `not_found`: no session with that id (or similar named resource).
+    NotFound,
+    /// `invalid_request`: malformed JSON, a wrong param type, or a seed limit exceeded.
+    InvalidRequest,
+    /// `already_ended`: the session's surface is gone (closed, archived or restored).
+    AlreadyEnded,
+    /// `unsupported`: the request is well-formed but cannot be honoured here.
+    Unsupported,
+    /// `unknown_method`: no method by that name.
+    UnknownMethod,
+    /// `too_large`: the request line exceeded [`crate::limits::REQUEST_LINE_MAX_BYTES`].
+    TooLarge,
+    /// `internal`: the daemon failed; the message says where.
+    Internal,
+    /// `no_daemon`: client-side only; no daemon answered at the socket.
+    NoDaemon,
+    /// `timeout`: client-side only; the daemon did not answer in time.
+    Timeout,
+}
+
+impl ErrorCode {
+    /// The wire string, e.g. `"invalid_request"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::Unauthenticated => "unauthenticated",
+            ErrorCode::Unauthorized => "unauthorized",
+            ErrorCode::ConfirmationRequired => "confirmation_required",
+            ErrorCode::NotFound => "not_found",
+            ErrorCode::InvalidRequest => "invalid_request",
+            ErrorCode::AlreadyEnded => "already_ended",
+            ErrorCode::Unsupported => "unsupported",
+            ErrorCode::UnknownMethod => "unknown_method",
+            ErrorCode::TooLarge => "too_large",
+            ErrorCode::Internal => "internal",
+            ErrorCode::NoDaemon => "no_daemon",
+            ErrorCode::Timeout => "timeout",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The `error` object of a failed response: `{code, message, remedy?}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    /// Stable code to branch on.
+    pub code: ErrorCode,
+    /// Human-readable detail; may change between versions.
+    pub message: String,
+    /// What the caller can do about it, when there is something to suggest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remedy: Option<String>,
+}
+
+impl ErrorBody {
+    /// An error with no remedy.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        ErrorBody {
+            code,
+            message: message.into(),
+            remedy: None,
+        }
+    }
+
+    /// Attach a remedy line.
+    pub fn with_remedy(mut self, remedy: impl Into<String>) -> Self {
+        self.remedy = Some(remedy.into());
+        self
+    }
+
+    /// Shorthand for `invalid_request`.
+    pub fn invalid(message: impl Into<String>) -> Self {
+        ErrorBody::new(ErrorCode::InvalidRequest, message)
+    }
+
+    /// Shorthand for `not_found` on a session id.
+    pub fn no_session(id: &str) -> Self {
+        ErrorBody::new(ErrorCode::NotFound, format!("no session with id {id}"))
+            .with_remedy("list sessions with `maxx sessions list`")
+    }
+
+    /// Shorthand for `already_ended` on a session id.
+    pub fn ended(id: &str, what: &str) -> Self {
+        ErrorBody::new(
+            ErrorCode::AlreadyEnded,
+            format!("session {id} has no live surface: {what}"),
+        )
+        .with_remedy("restart it with `maxx sessions restart` or create a new session")
+    }
+
+    /// Shorthand for `internal`.
+    pub fn internal(message: impl Into<String>) -> Self {
+        ErrorBody::new(ErrorCode::Internal, message)
+    }
+}
+
+impl std::fmt::Display for ErrorBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for ErrorBody {}

@@ -1,0 +1,29 @@
+//! Wire types of the maxx control API, shared by the CLI and the daemon.
+//!
+//! This crate has no runtime: it is the JSON edge. The daemon decodes a request line into
+//! a typed [`request::Call`] here, and every actor behind the socket works with typed
+//! values only.
+//!
+//! # Layout
+//! - [`envelope`]: the request line `{token, method, params, caller?, confirm?, id?}` and the
+//!   response `{ok, result}` / `{ok:false, error}`.
+//! - [`error`]: [`ErrorCode`] (snake_case on the wire) and [`ErrorBody`].
+//! - [`request`]: one typed params struct per method, with the seed's validation beside it.
+//! - [`session`]: the session view returned by `sessions.get` / `sessions.list`.
+//! - [`limits`]: every bound the seed and the brief fix, as named constants.
+//! - [`duration`]: `30s`, `5m`, `1h`, a bare number = seconds.
+//! - [`time`]: RFC 3339 timestamps.
+
+pub mod duration;
+pub mod envelope;
+pub mod error;
+pub mod limits;
+pub mod request;
+pub mod session;
+pub mod time;
+
+pub use envelope::{RequestEnvelope, Response};
+pub use error::{ErrorBody, ErrorCode};
+
+/// Version of the wire protocol. Bump only on an incompatible change.
+pub const PROTOCOL_VERSION: u32 = 1;

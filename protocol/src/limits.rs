@@ -1,0 +1,58 @@
+//! Every bound the seed and the brief fix, as named constants.
+//!
+//! Character limits count Unicode scalar values (`str::chars`); byte limits count UTF-8
+//! bytes of compact JSON.
+
+use std::time::Duration;
+
+/// Largest request line the daemon reads before answering `too_large`.
+pub const REQUEST_LINE_MAX_BYTES: usize = 1024 * 1024;
+/// How long a connection may take to deliver its request line.
+pub const REQUEST_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Largest response line the CLI reads.
+pub const RESPONSE_LINE_MAX_BYTES: usize = 64 * 1024 * 1024;
+/// How many connections the daemon serves at once; more wait in the accept queue.
+pub const MAX_CONNECTIONS: usize = 4096;
+
+/// `title` ≤ 256 chars.
+pub const TITLE_MAX_CHARS: usize = 256;
+/// `status` ≤ 128 chars.
+pub const STATUS_MAX_CHARS: usize = 128;
+/// `command` ≤ 4096 chars.
+pub const COMMAND_MAX_CHARS: usize = 4096;
+/// `cwd` ≤ 4096 bytes (PATH_MAX).
+pub const CWD_MAX_BYTES: usize = 4096;
+
+/// `metadata` ≤ 32 keys.
+pub const METADATA_MAX_KEYS: usize = 32;
+/// A metadata key ≤ 64 chars of `[A-Za-z0-9_.-]`.
+pub const METADATA_KEY_MAX_CHARS: usize = 64;
+/// One metadata value ≤ 2048 bytes of compact JSON.
+pub const METADATA_VALUE_MAX_BYTES: usize = 2048;
+/// The whole metadata map ≤ 16384 bytes of compact JSON.
+pub const METADATA_MAP_MAX_BYTES: usize = 16384;
+
+/// `env` ≤ 256 `KEY=VALUE` entries.
+pub const ENV_MAX_ENTRIES: usize = 256;
+/// One env entry ≤ 32 KiB (a bound of ours; the seed bounds the count only).
+pub const ENV_ENTRY_MAX_BYTES: usize = 32 * 1024;
+
+/// `summary` ≤ 1024 chars.
+pub const SUMMARY_MAX_CHARS: usize = 1024;
+/// `result` ≤ 16384 UTF-8 bytes.
+pub const RESULT_MAX_BYTES: usize = 16384;
+
+/// Text sent by `sessions.action` `input`/`submit` ≤ 256 KiB (a bound of ours).
+pub const INPUT_MAX_BYTES: usize = 256 * 1024;
+
+/// `wait` default timeout.
+pub const WAIT_DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// `wait` timeout cap.
+pub const WAIT_MAX_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// PTY size of a new session when the caller gives none.
+pub const DEFAULT_COLS: u16 = 80;
+/// PTY size of a new session when the caller gives none.
+pub const DEFAULT_ROWS: u16 = 24;
+/// Largest PTY dimension accepted.
+pub const MAX_DIMENSION: u16 = 1000;

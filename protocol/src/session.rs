@@ -1,0 +1,137 @@
+//! The session view: what `sessions.get`, `sessions.list` and `sessions.create` return.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Maxx-owned lifecycle of a session (`lifecycle` on the wire).
+///
+/// `running` → `exited` (the child's exit status arrived from the kernel) → `closed` (the
+/// surface was closed by `cancel`/`close`). A session closed while its child still ran goes
+/// straight from `running` to `closed`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Lifecycle {
+    /// The child process is alive.
+    Running,
+    /// The child exited; its status is in `exit_code`/`exit_signal`. The surface (PTY,
+    /// screen) still exists.
+    Exited,
+    /// The surface was closed; the record and its audit log stay readable.
+    Closed,
+    /// The session was archived; the record and its audit log stay readable.
+    Archived,
+}
+
+impl Lifecycle {
+    /// The wire string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Lifecycle::Running => "running",
+            Lifecycle::Exited => "exited",
+            Lifecycle::Closed => "closed",
+            Lifecycle::Archived => "archived",
+        }
+    }
+
+    /// Whether no further lifecycle transition can happen without a restart.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Lifecycle::Closed | Lifecycle::Archived)
+    }
+
+    /// Whether the session still has a surface (PTY) to act on.
+    pub fn has_surface(self) -> bool {
+        matches!(self, Lifecycle::Running | Lifecycle::Exited)
+    }
+}
+
+/// Where a new surface is placed (`location`): `tab` (default), `window` or `split`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Location {
+    /// A new tab.
+    #[default]
+    Tab,
+    /// A new window.
+    Window,
+    /// A pane splitting the surface of `split_target`.
+    Split,
+}
+
+/// The edge a split pane is placed on (`split_direction`), default `right`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SplitDirection {
+    /// Right of the target (default).
+    #[default]
+    Right,
+    /// Below the target.
+    Down,
+    /// Left of the target.
+    Left,
+    /// Above the target.
+    Up,
+}
+
+/// One session as the API reports it. Field names follow the seed's response example.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionView {
+    /// Stable UUID of the session; survives restarts.
+    pub session_id: String,
+    /// UUID of the current surface (PTY + screen); new on every restart.
+    pub surface_id: String,
+    /// Caller-supplied title.
+    pub title: Option<String>,
+    /// The command the session runs (`sh -c`), or null for a login shell.
+    pub command: Option<String>,
+    /// Working directory the child started in.
+    pub cwd: String,
+    /// Caller-owned free-form status.
+    pub status: Option<String>,
+    /// Maxx-owned lifecycle.
+    pub lifecycle: Lifecycle,
+    /// Agent-reported metadata, verbatim.
+    pub metadata: Map<String, Value>,
+    /// When the session was created.
+    pub created_at: String,
+    /// When anything in the record last changed.
+    pub updated_at: String,
+    /// Pid of the child process while it runs; null once it exited or the surface closed.
+    pub pid: Option<u32>,
+    /// Exit code of the child, once the kernel reported an exit (null if killed by a signal).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// Name of the signal that killed the child (`SIGKILL`), if it died by one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_signal: Option<String>,
+    /// Where the surface was placed.
+    pub location: Location,
+    /// For a split: the session whose surface was split.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split_target: Option<String>,
+    /// For a split: the edge it was placed on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split_direction: Option<SplitDirection>,
+    /// Whether this is the daemon's focused session (what `maxx attach` opens).
+    pub focused: bool,
+    /// How many times the session was restarted.
+    pub restart_count: u32,
+    /// The title the program set with an OSC 0/2 escape (a mechanical fact), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terminal_title: Option<String>,
+    /// PTY width in columns.
+    pub cols: u16,
+    /// PTY height in rows.
+    pub rows: u16,
+}
+
+/// How a wait ended (`result.outcome`): `matched`, `timeout` or `ended`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The condition held.
+    Matched,
+    /// The timeout elapsed first (CLI exit 124).
+    Timeout,
+    /// The session reached a state from which the condition can no longer hold (CLI exit 1).
+    Ended,
+}

@@ -1,0 +1,141 @@
+//! The CLI's side of the wire: find the control dir, read the token, send one request
+//! line, read one response line. Blocking std I/O: the CLI makes one request per run.
+
+use maxx_actors::control_dir::{default_control_dir, ControlDir, SOCKET_FILE};
+use maxx_protocol::error::{ErrorBody, ErrorCode};
+use maxx_protocol::limits::RESPONSE_LINE_MAX_BYTES;
+use maxx_protocol::{RequestEnvelope, Response};
+use serde_json::Value;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Where the CLI talks to.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// The control dir holding `control.sock` and `token`.
+    pub control_dir: PathBuf,
+}
+
+impl Target {
+    /// `--socket PATH` (the control dir is its folder), else `$MAXX_CONTROL_DIR`, else
+    /// `/tmp/maxx-control-<uid>`.
+    pub fn resolve(socket: Option<&PathBuf>) -> Target {
+        match socket {
+            Some(sock) => Target {
+                control_dir: sock
+                    .parent()
+                    .map(PathBuf::from)
+                    .unwrap_or_else(|| PathBuf::from(".")),
+            },
+            None => Target {
+                control_dir: default_control_dir(),
+            },
+        }
+    }
+
+    /// The socket path.
+    pub fn socket_path(&self) -> PathBuf {
+        self.control_dir.join(SOCKET_FILE)
+    }
+}
+
+/// Why a request got no answer from a daemon.
+#[derive(Debug)]
+pub enum ClientError {
+    /// Nothing listens (or the control dir is missing or refused): exit 3.
+    NoDaemon(ErrorBody),
+    /// Something else went wrong talking to it: exit 1.
+    Failed(ErrorBody),
+}
+
+fn no_daemon(target: &Target, why: &str) -> ClientError {
+    ClientError::NoDaemon(
+        ErrorBody::new(
+            ErrorCode::NoDaemon,
+            format!(
+                "no maxx daemon answered; tried {} ({why})",
+                target.socket_path().display()
+            ),
+        )
+        .with_remedy(
+            "start one with `maxx daemon --detach`, or point MAXX_CONTROL_DIR/--socket at a running one",
+        ),
+    )
+}
+
+/// Send one request and read the one response.
+pub fn request(
+    target: &Target,
+    method: &str,
+    params: Value,
+    caller: Option<&str>,
+    confirm: bool,
+    timeout: Duration,
+) -> Result<Response, ClientError> {
+    let dir = match ControlDir::open(&target.control_dir) {
+        Ok(dir) => dir,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(no_daemon(target, "the control dir does not exist"))
+        }
+        Err(e) => return Err(no_daemon(target, &e.to_string())),
+    };
+    let mut stream = match UnixStream::connect(dir.socket_path()) {
+        Ok(s) => s,
+        Err(e) => return Err(no_daemon(target, &e.to_string())),
+    };
+    let token = dir
+        .read_token()
+        .map_err(|e| no_daemon(target, &format!("cannot read the token: {e}")))?;
+    let envelope = RequestEnvelope {
+        token: Some(token),
+        method: Some(method.to_string()),
+        params: Some(params),
+        caller: caller.map(str::to_string),
+        confirm: confirm.then_some(true),
+        id: None,
+    };
+    let failed = |what: &str, e: io::Error| {
+        ClientError::Failed(ErrorBody::new(
+            ErrorCode::Internal,
+            format!("{what} the daemon failed: {e}"),
+        ))
+    };
+    let mut line = serde_json::to_vec(&envelope).expect("request encodes");
+    line.push(b'\n');
+    stream
+        .write_all(&line)
+        .map_err(|e| failed("writing to", e))?;
+    let _ = stream.shutdown(std::net::Shutdown::Write);
+    stream
+        .set_read_timeout(Some(timeout))
+        .map_err(|e| failed("configuring", e))?;
+    let mut reader = BufReader::new(stream.take(RESPONSE_LINE_MAX_BYTES as u64));
+    let mut buf = Vec::new();
+    match reader.read_until(b'\n', &mut buf) {
+        Ok(_) => {}
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            ) =>
+        {
+            return Err(ClientError::Failed(ErrorBody::new(
+                ErrorCode::Timeout,
+                format!("the daemon did not answer within {}s", timeout.as_secs()),
+            )))
+        }
+        Err(e) => return Err(failed("reading from", e)),
+    }
+    if buf.is_empty() {
+        return Err(ClientError::Failed(ErrorBody::internal(
+            "the daemon closed the connection without answering",
+        )));
+    }
+    serde_json::from_slice(&buf).map_err(|e| {
+        ClientError::Failed(ErrorBody::internal(format!(
+            "unreadable response from the daemon: {e}"
+        )))
+    })
+}

@@ -1,0 +1,203 @@
+//! `maxx daemon`: run the control plane in the foreground, or `--detach` it. Detaching
+//! re-executes this binary in a new session and waits on a pipe until the child says it
+//! is ready (or why it failed), so a caller never has to poll for the socket.
+
+use maxx_actors::control_dir::ControlDir;
+use maxx_actors::DaemonConfig;
+use std::fs::OpenOptions;
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// Env var naming the fd a detached daemon reports readiness on.
+const READY_FD_ENV: &str = "MAXX_READY_FD";
+/// The fd number the readiness pipe is placed at in the child.
+const READY_FD: i32 = 3;
+/// How long a starting daemon may take to become ready.
+const START_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Where the daemon logs.
+pub enum LogTarget {
+    /// Foreground: stderr.
+    Stderr,
+    /// Detached: `daemon.log` in the control dir.
+    File(PathBuf),
+}
+
+fn init_logging(level: &str, target: LogTarget) {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    match target {
+        LogTarget::Stderr => {
+            let _ = builder.with_writer(std::io::stderr).try_init();
+        }
+        LogTarget::File(path) => {
+            match OpenOptions::new()
+                .create(true)
+                .append(true)
+                .mode(0o600)
+                .open(&path)
+            {
+                Ok(file) => {
+                    let _ = builder
+                        .with_ansi(false)
+                        .with_writer(std::sync::Mutex::new(file))
+                        .try_init();
+                }
+                Err(_) => {
+                    let _ = builder.with_writer(std::io::stderr).try_init();
+                }
+            }
+        }
+    }
+    // Panics caught by the actor runtime still reach the hook: log them, cheaply.
+    std::panic::set_hook(Box::new(|info| {
+        tracing::error!(panic = %info, "panic");
+    }));
+}
+
+/// Run the daemon in this process. With `detached`, log to the control dir and report
+/// readiness on `MAXX_READY_FD`.
+pub fn run_foreground(control_dir: PathBuf, log_level: &str, detached: bool) -> i32 {
+    let ready_fd: Option<OwnedFd> = if detached {
+        std::env::var(READY_FD_ENV)
+            .ok()
+            .and_then(|v| v.parse::<i32>().ok())
+            // SAFETY: the parent placed the pipe's write end at this fd for us.
+            .map(|fd| unsafe { OwnedFd::from_raw_fd(fd) })
+    } else {
+        None
+    };
+    // SAFETY: removing our own env var before any thread starts.
+    unsafe { std::env::remove_var(READY_FD_ENV) };
+    let log_target = if detached {
+        LogTarget::File(control_dir.join(maxx_actors::control_dir::LOG_FILE))
+    } else {
+        LogTarget::Stderr
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("maxx-worker")
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return report_failure(ready_fd, &format!("cannot start the runtime: {e}")),
+    };
+    let bin_dir = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf));
+    let config = DaemonConfig {
+        control_dir: control_dir.clone(),
+        bin_dir,
+    };
+    let mut ready_fd = ready_fd;
+    let result = runtime.block_on(async {
+        // A detached daemon logs into the control dir, so only once it is known to be ours.
+        if !detached || ControlDir::prepare(&control_dir).is_ok() {
+            init_logging(log_level, log_target);
+        }
+        maxx_actors::run(config, |_dir| {
+            if let Some(fd) = ready_fd.take() {
+                let mut f = std::fs::File::from(fd);
+                let _ = f.write_all(b"ok\n");
+            }
+        })
+        .await
+    });
+    runtime.shutdown_timeout(Duration::from_secs(3));
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            tracing::error!(error = %e, "daemon stopped");
+            report_failure(ready_fd, &e.to_string())
+        }
+    }
+}
+
+fn report_failure(ready_fd: Option<OwnedFd>, message: &str) -> i32 {
+    match ready_fd {
+        Some(fd) => {
+            let mut f = std::fs::File::from(fd);
+            let _ = writeln!(f, "err {message}");
+        }
+        None => {
+            eprintln!(
+                "{}",
+                serde_json::json!({"ok": false, "error": {"code": "internal", "message": message}})
+            );
+        }
+    }
+    1
+}
+
+/// Start a detached daemon on `control_dir` and wait until it is ready.
+pub fn spawn_detached(control_dir: &Path, log_level: &str) -> Result<(), String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the maxx binary: {e}"))?;
+    let (read_end, write_end) =
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
+    let write_raw = write_end.as_raw_fd();
+    let mut cmd = Command::new(exe);
+    cmd.arg("daemon")
+        .arg("--log-level")
+        .arg(log_level)
+        .arg("--detached-child")
+        .env("MAXX_CONTROL_DIR", control_dir)
+        .env(READY_FD_ENV, READY_FD.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setsid() == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // dup2 clears CLOEXEC on the new fd, so the child inherits it.
+            if libc::dup2(write_raw, READY_FD) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start the daemon: {e}"))?;
+    drop(write_end);
+    let answer = read_ready(read_end, START_TIMEOUT);
+    // Reap it if it already died; a running daemon is re-parented to init when we exit.
+    let _ = child.try_wait();
+    match answer {
+        Ok(line) if line.trim() == "ok" => Ok(()),
+        Ok(line) if line.starts_with("err ") => Err(line[4..].trim().to_string()),
+        Ok(_) => Err("the daemon exited before it was ready (see daemon.log)".into()),
+        Err(e) => Err(e),
+    }
+}
+
+fn read_ready(read_end: OwnedFd, timeout: Duration) -> Result<String, String> {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    let mut fds = [PollFd::new(
+        std::os::fd::AsFd::as_fd(&read_end),
+        PollFlags::POLLIN,
+    )];
+    let ms = PollTimeout::try_from(timeout.as_millis() as i32).unwrap_or(PollTimeout::MAX);
+    match poll(&mut fds, ms) {
+        Ok(0) => {
+            return Err(format!(
+                "the daemon did not become ready within {}s",
+                timeout.as_secs()
+            ))
+        }
+        Ok(_) => {}
+        Err(e) => return Err(format!("poll: {e}")),
+    }
+    let mut f = std::fs::File::from(read_end);
+    let mut buf = String::new();
+    let _ = (&mut f).take(4096).read_to_string(&mut buf);
+    Ok(buf)
+}

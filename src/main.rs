@@ -1,0 +1,280 @@
+//! `maxx`: the CLI and the daemon entry.
+//!
+//! - [`cli`]: the clap grammar (`maxx [+control] <noun> <verb> [flags]`).
+//! - [`client`]: one request over the socket.
+//! - [`daemon_cmd`]: `maxx daemon [--detach]`.
+
+mod cli;
+mod client;
+mod daemon_cmd;
+
+use clap::Parser;
+use cli::*;
+use client::{ClientError, Target};
+use maxx_protocol::error::ErrorBody;
+use maxx_protocol::Response;
+use serde_json::{json, Map, Value};
+use std::time::Duration;
+
+/// Exit codes (see the README): a wait timed out.
+const EXIT_TIMEOUT: i32 = 124;
+/// No daemon reachable.
+const EXIT_NO_DAEMON: i32 = 3;
+/// The daemon answered ok:false, or a wait ended unmatched.
+const EXIT_FAILED: i32 = 1;
+/// Default time the CLI waits for an answer.
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(60);
+
+fn main() {
+    let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // `maxx +control sessions list` is `maxx sessions list`: the seed's scripts run as is.
+    if args.get(1).is_some_and(|a| a == "+control") {
+        args.remove(1);
+    }
+    let cli = Cli::parse_from(args);
+    std::process::exit(run(cli));
+}
+
+fn run(cli: Cli) -> i32 {
+    let target = Target::resolve(cli.socket.as_ref());
+    match cli.command {
+        Command::Daemon(d) => daemon(&target, d),
+        Command::Sessions(s) => {
+            let verb = s.verb.unwrap_or(SessionsVerb::List);
+            let (method, params, timeout) = match sessions_request(verb) {
+                Ok(r) => r,
+                Err(usage) => {
+                    eprintln!("error: {usage}");
+                    return 2;
+                }
+            };
+            let autostart = method == "sessions.create";
+            let response = send(
+                &target,
+                method,
+                params,
+                &cli.caller,
+                cli.confirm,
+                timeout,
+                autostart,
+            );
+            report(method, response)
+        }
+    }
+}
+
+fn daemon(target: &Target, d: DaemonArgs) -> i32 {
+    if d.detach {
+        return match daemon_cmd::spawn_detached(&target.control_dir, &d.log_level) {
+            Ok(()) => 0,
+            Err(e) => {
+                print_error(&ErrorBody::internal(e));
+                1
+            }
+        };
+    }
+    daemon_cmd::run_foreground(target.control_dir.clone(), &d.log_level, d.detached_child)
+}
+
+fn send(
+    target: &Target,
+    method: &str,
+    params: Value,
+    caller: &Option<String>,
+    confirm: bool,
+    timeout: Duration,
+    autostart: bool,
+) -> Result<Response, ClientError> {
+    let attempt = || {
+        client::request(
+            target,
+            method,
+            params.clone(),
+            caller.as_deref(),
+            confirm,
+            timeout,
+        )
+    };
+    match attempt() {
+        Err(ClientError::NoDaemon(_)) if autostart => {
+            if let Err(e) = daemon_cmd::spawn_detached(&target.control_dir, "info") {
+                return Err(ClientError::Failed(ErrorBody::internal(format!(
+                    "no daemon was running and starting one failed: {e}"
+                ))));
+            }
+            attempt()
+        }
+        other => other,
+    }
+}
+
+fn print_error(error: &ErrorBody) {
+    eprintln!("{}", json!({ "ok": false, "error": error }));
+}
+
+/// Print the response and pick the exit code.
+fn report(method: &str, response: Result<Response, ClientError>) -> i32 {
+    let response = match response {
+        Ok(r) => r,
+        Err(ClientError::NoDaemon(e)) => {
+            print_error(&e);
+            return EXIT_NO_DAEMON;
+        }
+        Err(ClientError::Failed(e)) => {
+            print_error(&e);
+            return EXIT_FAILED;
+        }
+    };
+    if !response.ok {
+        let error = response
+            .error
+            .unwrap_or_else(|| ErrorBody::internal("ok:false without an error"));
+        print_error(&error);
+        return EXIT_FAILED;
+    }
+    println!(
+        "{}",
+        serde_json::to_string(&response).unwrap_or_else(|_| "{}".into())
+    );
+    if method == "sessions.wait" {
+        let outcome = response
+            .result
+            .as_ref()
+            .and_then(|r| r.get("outcome"))
+            .and_then(Value::as_str);
+        return match outcome {
+            Some("matched") => 0,
+            Some("timeout") => EXIT_TIMEOUT,
+            _ => EXIT_FAILED,
+        };
+    }
+    0
+}
+
+fn metadata_map(pairs: Vec<(String, String)>) -> Map<String, Value> {
+    pairs
+        .into_iter()
+        .map(|(k, v)| (k, Value::String(v)))
+        .collect()
+}
+
+fn value_name<T: clap::ValueEnum>(v: T) -> String {
+    v.to_possible_value()
+        .map(|p| p.get_name().to_string())
+        .unwrap_or_default()
+}
+
+/// Build `(method, params, client timeout)` for a sessions verb.
+fn sessions_request(verb: SessionsVerb) -> Result<(&'static str, Value, Duration), String> {
+    let mut p = Map::new();
+    let mut timeout = CLIENT_TIMEOUT;
+    let method = match verb {
+        SessionsVerb::Create(a) => {
+            let cwd = match a.cwd {
+                Some(c) => Some(c),
+                None => std::env::current_dir().ok(),
+            };
+            if let Some(cwd) = cwd {
+                let abs = if cwd.is_absolute() {
+                    cwd
+                } else {
+                    std::env::current_dir()
+                        .map_err(|e| format!("cannot resolve --cwd: {e}"))?
+                        .join(cwd)
+                };
+                p.insert("cwd".into(), json!(abs.to_string_lossy()));
+            }
+            if let Some(v) = a.title {
+                p.insert("title".into(), json!(v));
+            }
+            if let Some(v) = a.command {
+                p.insert("command".into(), json!(v));
+            }
+            if !a.env.is_empty() {
+                p.insert("env".into(), json!(a.env));
+            }
+            if !a.metadata.is_empty() {
+                p.insert("metadata".into(), Value::Object(metadata_map(a.metadata)));
+            }
+            if let Some(v) = a.status {
+                p.insert("status".into(), json!(v));
+            }
+            if let Some(v) = a.location {
+                p.insert("location".into(), json!(value_name(v)));
+            }
+            if let Some(v) = a.split_target {
+                p.insert("split_target".into(), json!(v));
+            }
+            if let Some(v) = a.split_direction {
+                p.insert("split_direction".into(), json!(value_name(v)));
+            }
+            if a.focus {
+                p.insert("focus".into(), json!(true));
+            }
+            if a.no_focus {
+                p.insert("focus".into(), json!(false));
+            }
+            if let Some(v) = a.cols {
+                p.insert("cols".into(), json!(v));
+            }
+            if let Some(v) = a.rows {
+                p.insert("rows".into(), json!(v));
+            }
+            "sessions.create"
+        }
+        SessionsVerb::Get(a) => {
+            p.insert("session_id".into(), json!(a.session_id));
+            "sessions.get"
+        }
+        SessionsVerb::List => "sessions.list",
+        SessionsVerb::Update(a) => {
+            p.insert("session_id".into(), json!(a.session_id));
+            if let Some(v) = a.status {
+                p.insert("status".into(), json!(v));
+            }
+            if !a.metadata.is_empty() {
+                p.insert("metadata".into(), Value::Object(metadata_map(a.metadata)));
+            }
+            "sessions.update"
+        }
+        SessionsVerb::Action(a) => {
+            p.insert("session_id".into(), json!(a.session_id));
+            p.insert("action".into(), json!(value_name(a.action)));
+            if let Some(v) = a.input {
+                p.insert("input".into(), json!(v));
+            }
+            if let Some(v) = a.signal {
+                p.insert("signal".into(), json!(v));
+            }
+            "sessions.action"
+        }
+        SessionsVerb::Cancel(a) => {
+            p.insert("session_id".into(), json!(a.session_id));
+            "sessions.cancel"
+        }
+        SessionsVerb::Wait(a) => {
+            p.insert("session_id".into(), json!(a.session_id));
+            p.insert("lifecycle".into(), json!(value_name(a.lifecycle)));
+            let t = a
+                .timeout
+                .unwrap_or(maxx_protocol::limits::WAIT_DEFAULT_TIMEOUT);
+            p.insert("timeout".into(), json!(t.as_secs_f64()));
+            timeout = t + Duration::from_secs(15);
+            "sessions.wait"
+        }
+        SessionsVerb::RegisterCurrent => {
+            let surface = std::env::var("MAXX_SURFACE_ID").map_err(|_| {
+                "MAXX_SURFACE_ID is not set: run this from inside a session maxx spawned"
+                    .to_string()
+            })?;
+            let token = std::env::var("MAXX_REGISTRATION_TOKEN").map_err(|_| {
+                "MAXX_REGISTRATION_TOKEN is not set: run this from inside a session maxx spawned"
+                    .to_string()
+            })?;
+            p.insert("surface_id".into(), json!(surface));
+            p.insert("registration_token".into(), json!(token));
+            "sessions.register-current"
+        }
+    };
+    Ok((method, Value::Object(p), timeout))
+}

@@ -1,0 +1,242 @@
+//! Test harness: a real daemon on a temp control dir, driven through the real CLI and the
+//! real socket. Waits are on conditions with deadlines, never fixed sleeps.
+
+#![allow(dead_code)]
+
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Path of the built `maxx` binary.
+pub fn maxx_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_maxx")
+}
+
+/// Poll `cond` until it returns Some or the deadline passes.
+pub fn wait_for<T>(what: &str, timeout: Duration, mut cond: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + timeout;
+    let mut backoff = Duration::from_millis(2);
+    loop {
+        if let Some(v) = cond() {
+            return v;
+        }
+        if Instant::now() > deadline {
+            panic!("timed out after {timeout:?} waiting for {what}");
+        }
+        std::thread::sleep(backoff);
+        backoff = (backoff * 2).min(Duration::from_millis(50));
+    }
+}
+
+/// A daemon running in the foreground on its own temp control dir.
+pub struct Daemon {
+    pub tmp: tempfile::TempDir,
+    pub control: PathBuf,
+    child: Option<Child>,
+}
+
+impl Daemon {
+    /// Start a daemon and wait until its socket answers.
+    pub fn start() -> Daemon {
+        let tmp = tempfile::Builder::new().prefix("maxx-t").tempdir().unwrap();
+        let control = tmp.path().join("ctl");
+        let child = Command::new(maxx_bin())
+            .args(["daemon", "--log-level", "warn"])
+            .env("MAXX_CONTROL_DIR", &control)
+            .env("HOME", tmp.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn daemon");
+        let d = Daemon {
+            tmp,
+            control,
+            child: Some(child),
+        };
+        let sock = d.socket();
+        wait_for("the daemon socket", Duration::from_secs(10), || {
+            UnixStream::connect(&sock).ok()
+        });
+        d
+    }
+
+    pub fn socket(&self) -> PathBuf {
+        self.control.join("control.sock")
+    }
+
+    pub fn token(&self) -> String {
+        std::fs::read_to_string(self.control.join("token"))
+            .unwrap()
+            .trim()
+            .to_string()
+    }
+
+    /// A path inside the test's temp dir.
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.tmp.path().join(name)
+    }
+
+    /// Run the CLI against this daemon.
+    pub fn cli(&self, args: &[&str]) -> Output {
+        Command::new(maxx_bin())
+            .args(args)
+            .env("MAXX_CONTROL_DIR", &self.control)
+            .env_remove("MAXX_SURFACE_ID")
+            .env_remove("MAXX_REGISTRATION_TOKEN")
+            .current_dir(self.tmp.path())
+            .output()
+            .expect("run maxx")
+    }
+
+    /// Run the CLI and parse stdout as JSON (panics unless it exits 0).
+    pub fn cli_ok(&self, args: &[&str]) -> Value {
+        let out = self.cli(args);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "maxx {args:?} failed: stdout={} stderr={}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("stdout is JSON")
+    }
+
+    /// Send raw bytes on a fresh connection; return the response line parsed.
+    pub fn raw(&self, bytes: &[u8]) -> Value {
+        let mut s = UnixStream::connect(self.socket()).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        // The daemon may answer and close before reading everything (too_large).
+        let _ = s.write_all(bytes);
+        let _ = s.shutdown(std::net::Shutdown::Write);
+        let mut line = String::new();
+        BufReader::new(s).read_line(&mut line).unwrap();
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad response {line:?}: {e}"))
+    }
+
+    /// A request with the right token.
+    pub fn call(&self, method: &str, params: Value) -> Value {
+        let req = json!({"token": self.token(), "method": method, "params": params});
+        let mut line = serde_json::to_vec(&req).unwrap();
+        line.push(b'\n');
+        self.raw(&line)
+    }
+
+    /// A request that must succeed; returns `result`.
+    pub fn ok(&self, method: &str, params: Value) -> Value {
+        let r = self.call(method, params.clone());
+        assert_eq!(r["ok"], true, "{method} {params} failed: {r}");
+        r["result"].clone()
+    }
+
+    /// A request that must fail with `code`; returns the response.
+    pub fn err(&self, method: &str, params: Value, code: &str) -> Value {
+        let r = self.call(method, params.clone());
+        assert_eq!(
+            r["ok"], false,
+            "{method} {params} unexpectedly succeeded: {r}"
+        );
+        assert_eq!(r["error"]["code"], code, "{method} {params}: {r}");
+        r
+    }
+
+    /// Create a session; returns its view.
+    pub fn create(&self, params: Value) -> Value {
+        self.ok("sessions.create", params)["session"].clone()
+    }
+
+    /// The record of a session.
+    pub fn get(&self, id: &str) -> Value {
+        self.ok("sessions.get", json!({ "session_id": id }))["session"].clone()
+    }
+
+    /// How many sessions exist.
+    pub fn count(&self) -> usize {
+        self.ok("sessions.list", json!({}))["sessions"]
+            .as_array()
+            .unwrap()
+            .len()
+    }
+
+    /// Pid of the daemon process.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().unwrap().id()
+    }
+
+    /// Whether the daemon process is still running.
+    pub fn alive(&mut self) -> bool {
+        matches!(self.child.as_mut().unwrap().try_wait(), Ok(None))
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            // SAFETY: signalling our own child.
+            unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Read a file if it exists.
+pub fn read(path: &Path) -> Option<String> {
+    let mut s = String::new();
+    std::fs::File::open(path)
+        .ok()?
+        .read_to_string(&mut s)
+        .ok()?;
+    Some(s)
+}
+
+/// Replace ids, times, pids and paths so a JSON shape can be snapshotted.
+pub fn redact(mut v: Value) -> Value {
+    fn walk(v: &mut Value) {
+        match v {
+            Value::Object(map) => {
+                for (k, val) in map.iter_mut() {
+                    let placeholder = match k.as_str() {
+                        "session_id" | "surface_id" | "split_target" => Some("[id]"),
+                        "created_at" | "updated_at" => Some("[time]"),
+                        "cwd" => Some("[cwd]"),
+                        "pid" if !val.is_null() => Some("[pid]"),
+                        _ => None,
+                    };
+                    match placeholder {
+                        Some(p) if !val.is_null() => *val = Value::String(p.into()),
+                        _ => walk(val),
+                    }
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    walk(&mut v);
+    v
+}
+
+/// Snapshot a JSON value (after [`redact`]) into the top-level `snapshots/maxx/`.
+#[macro_export]
+macro_rules! maxx_snapshot {
+    ($name:expr, $value:expr) => {{
+        let mut settings = insta::Settings::clone_current();
+        settings.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots/maxx"));
+        settings.set_prepend_module_to_snapshot(false);
+        let redacted = $crate::common::redact($value);
+        settings.bind(|| {
+            insta::assert_json_snapshot!($name, redacted);
+        });
+    }};
+}

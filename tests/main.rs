@@ -1,0 +1,5 @@
+//! The one integration test binary: a module per capability, each driving a real daemon
+//! on a temp control dir through the real CLI and the real socket.
+
+mod common;
+mod spine;
