@@ -120,8 +120,11 @@ pub enum SessionsVerb {
     Create(CreateArgs),
     /// Print one session.
     Get(IdArg),
-    /// Print every session.
-    List,
+    /// Print every session (optionally only those whose metadata matches).
+    #[command(
+        after_help = "Example:\n  maxx sessions list --filter repo=org/repo --filter linear.issue"
+    )]
+    List(ListArgs),
     /// Set status and/or merge metadata.
     #[command(
         after_help = "Example:\n  maxx sessions update ID --status waiting_for_review --metadata pr=42"
@@ -135,12 +138,219 @@ maxx sessions action ID --action interrupt --signal SIGTERM"
     Action(ActionArgs),
     /// Close a session's surface (idempotent).
     Cancel(IdArg),
-    /// Block until a session reaches a lifecycle (exit 0 matched, 1 ended, 124 timeout).
-    #[command(after_help = "Example:\n  maxx sessions wait ID --lifecycle exited --timeout 10m")]
+    /// Block until a declared state, a new event, or a lifecycle (exit 0 matched, 1 ended,
+    /// 124 timeout).
+    #[command(
+        after_help = "Examples:\n  maxx sessions wait ID --lifecycle exited --timeout 10m\n  \
+maxx sessions wait ID --state tests:passed --timeout 5m\n  \
+maxx sessions wait ID --event pr.merged --since 12"
+    )]
     Wait(WaitArgs),
     /// From inside a maxx session: print that session (proves it with MAXX_SURFACE_ID and
     /// MAXX_REGISTRATION_TOKEN).
     RegisterCurrent,
+    /// Follow a session: a snapshot line, then one line per audit entry and lifecycle
+    /// change, then an end line (NDJSON).
+    Watch(WatchArgs),
+    /// Print a session's audit log (entries after --since).
+    Events(EventsArgs),
+    /// Declare the free-form state (the status `wait --state` matches).
+    #[command(
+        after_help = "Example:\n  maxx sessions declare-state ID --state tests:passed --message 'all green' --source ci-agent"
+    )]
+    DeclareState(DeclareStateArgs),
+    /// Emit a named event with an optional JSON payload.
+    #[command(
+        after_help = "Example:\n  maxx sessions emit-event ID --event pr.opened --payload-json '{\"pr\":123}'"
+    )]
+    EmitEvent(EmitEventArgs),
+    /// Set one metadata key (--value for a string, --value-json for any JSON).
+    SetMetadata(SetMetadataArgs),
+    /// Remove metadata keys (absent keys are ignored).
+    RemoveMetadata(RemoveMetadataArgs),
+    /// Remove every metadata key.
+    ClearMetadata(SourcedIdArgs),
+    /// Declare the displayed workflow state: running, needsInput, blocked, complete, failed.
+    SetState(SetStateArgs),
+    /// Declare the one-line summary (≤ 1024 chars).
+    SetSummary(SetSummaryArgs),
+    /// Declare the result text (≤ 16384 bytes; must satisfy the result schema if one is set).
+    SetResult(SetResultArgs),
+    /// Clear the declared result.
+    ClearResult(SourcedIdArgs),
+    /// Declare the JSON-Schema subset (type, required, properties, items) results must satisfy.
+    SetResultSchema(SetResultSchemaArgs),
+    /// Remove the result schema.
+    ClearResultSchema(SourcedIdArgs),
+    /// Declare the agent type, an opaque token.
+    SetAgentType(SetAgentTypeArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct WatchArgs {
+    /// Session id.
+    pub session_id: String,
+    /// Stop after this long (at most 1h).
+    #[arg(long, value_parser = duration)]
+    pub timeout: Option<Duration>,
+    /// Accepted for the seed's scripts; output is always NDJSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct EventsArgs {
+    /// Session id.
+    pub session_id: String,
+    /// Only entries with seq greater than this.
+    #[arg(long, default_value_t = 0)]
+    pub since: u64,
+}
+
+#[derive(Args, Debug)]
+pub struct SourcedIdArgs {
+    /// Session id.
+    pub session_id: String,
+    /// Who declares it (default: the --as source).
+    #[arg(long)]
+    pub source: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct DeclareStateArgs {
+    /// Session id.
+    pub session_id: String,
+    /// The state (free-form, ≤ 128 chars).
+    #[arg(long)]
+    pub state: String,
+    /// A note.
+    #[arg(long)]
+    pub message: Option<String>,
+    /// Who declares it.
+    #[arg(long)]
+    pub source: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct EmitEventArgs {
+    /// Session id.
+    pub session_id: String,
+    /// Event name ([A-Za-z0-9_.:-], ≤ 128 chars).
+    #[arg(long)]
+    pub event: String,
+    /// JSON payload.
+    #[arg(long)]
+    pub payload_json: Option<String>,
+    /// A note.
+    #[arg(long)]
+    pub message: Option<String>,
+    /// Who declares it.
+    #[arg(long)]
+    pub source: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct SetMetadataArgs {
+    /// Session id.
+    pub session_id: String,
+    /// Key ([A-Za-z0-9_.-], ≤ 64 chars).
+    #[arg(long)]
+    pub key: String,
+    /// String value.
+    #[arg(
+        long,
+        conflicts_with = "value_json",
+        required_unless_present = "value_json"
+    )]
+    pub value: Option<String>,
+    /// Any JSON value.
+    #[arg(long)]
+    pub value_json: Option<String>,
+    /// Who declares it.
+    #[arg(long)]
+    pub source: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct RemoveMetadataArgs {
+    /// Session id.
+    pub session_id: String,
+    /// Key to remove (repeatable; at least one).
+    #[arg(long = "key", required = true)]
+    pub keys: Vec<String>,
+    /// Who declares it.
+    #[arg(long)]
+    pub source: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct SetStateArgs {
+    /// Session id.
+    pub session_id: String,
+    /// running, needsInput, blocked, complete or failed.
+    #[arg(long)]
+    pub state: String,
+    /// A note.
+    #[arg(long)]
+    pub message: Option<String>,
+    /// Who declares it.
+    #[arg(long)]
+    pub source: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct SetSummaryArgs {
+    /// Session id.
+    pub session_id: String,
+    /// The summary line.
+    #[arg(long)]
+    pub summary: String,
+    /// Who declares it.
+    #[arg(long)]
+    pub source: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct SetResultArgs {
+    /// Session id.
+    pub session_id: String,
+    /// The result text.
+    #[arg(long)]
+    pub result: String,
+    /// Who declares it.
+    #[arg(long)]
+    pub source: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct SetResultSchemaArgs {
+    /// Session id.
+    pub session_id: String,
+    /// The schema, as JSON.
+    #[arg(long)]
+    pub result_schema: String,
+    /// Who declares it.
+    #[arg(long)]
+    pub source: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct SetAgentTypeArgs {
+    /// Session id.
+    pub session_id: String,
+    /// Opaque token ([A-Za-z0-9_.:-], ≤ 64 chars).
+    #[arg(long)]
+    pub agent_type: String,
+    /// Who declares it.
+    #[arg(long)]
+    pub source: Option<String>,
+}
+
+#[derive(Args, Debug, Default)]
+pub struct ListArgs {
+    /// KEY (present) or KEY=VALUE (equal, compared as a string); repeatable, all must hold.
+    #[arg(long = "filter", value_name = "KEY[=VALUE]")]
+    pub filters: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -191,6 +401,12 @@ pub struct CreateArgs {
     /// PTY rows (default 24).
     #[arg(long)]
     pub rows: Option<u16>,
+    /// Declare the agent type at create (recorded like set-agent-type).
+    #[arg(long)]
+    pub agent_type: Option<String>,
+    /// Declare the result schema at create (JSON).
+    #[arg(long)]
+    pub result_schema: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -222,12 +438,22 @@ pub struct ActionArgs {
 }
 
 #[derive(Args, Debug)]
+#[command(group = clap::ArgGroup::new("condition").required(true).args(["state", "event", "lifecycle"]))]
 pub struct WaitArgs {
     /// Session id.
     pub session_id: String,
+    /// Wait until the declared state (status) equals this (level-triggered).
+    #[arg(long)]
+    pub state: Option<String>,
+    /// Wait for a new event with this name (edge-triggered).
+    #[arg(long)]
+    pub event: Option<String>,
+    /// With --event: count events after this audit seq as new.
+    #[arg(long, requires = "event")]
+    pub since: Option<u64>,
     /// Lifecycle to wait for.
     #[arg(long, value_enum)]
-    pub lifecycle: LifecycleArg,
+    pub lifecycle: Option<LifecycleArg>,
     /// Give up after this long (default 30s, at most 1h): 500ms, 30s, 5m, 1h.
     #[arg(long, value_parser = duration)]
     pub timeout: Option<Duration>,

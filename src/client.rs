@@ -65,15 +65,22 @@ fn no_daemon(target: &Target, why: &str) -> ClientError {
     )
 }
 
-/// Send one request and read the one response.
-pub fn request(
+fn failed(what: &str, e: io::Error) -> ClientError {
+    ClientError::Failed(ErrorBody::new(
+        ErrorCode::Internal,
+        format!("{what} the daemon failed: {e}"),
+    ))
+}
+
+/// Connect and send one request line. With `half_close`, shut the write side after it.
+fn send_request(
     target: &Target,
     method: &str,
     params: Value,
     caller: Option<&str>,
     confirm: bool,
-    timeout: Duration,
-) -> Result<Response, ClientError> {
+    half_close: bool,
+) -> Result<UnixStream, ClientError> {
     let dir = match ControlDir::open(&target.control_dir) {
         Ok(dir) => dir,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -96,18 +103,57 @@ pub fn request(
         confirm: confirm.then_some(true),
         id: None,
     };
-    let failed = |what: &str, e: io::Error| {
-        ClientError::Failed(ErrorBody::new(
-            ErrorCode::Internal,
-            format!("{what} the daemon failed: {e}"),
-        ))
-    };
     let mut line = serde_json::to_vec(&envelope).expect("request encodes");
     line.push(b'\n');
     stream
         .write_all(&line)
         .map_err(|e| failed("writing to", e))?;
-    let _ = stream.shutdown(std::net::Shutdown::Write);
+    if half_close {
+        let _ = stream.shutdown(std::net::Shutdown::Write);
+    }
+    Ok(stream)
+}
+
+/// Send a streaming request and hand each response line to `on_line` until the daemon
+/// ends the stream. The write side stays open: closing the connection ends the stream.
+pub fn stream_lines(
+    target: &Target,
+    method: &str,
+    params: Value,
+    caller: Option<&str>,
+    confirm: bool,
+    mut on_line: impl FnMut(Value),
+) -> Result<(), ClientError> {
+    let stream = send_request(target, method, params, caller, confirm, false)?;
+    let mut reader = BufReader::new(stream);
+    loop {
+        let mut buf = Vec::new();
+        let n = (&mut reader)
+            .take(RESPONSE_LINE_MAX_BYTES as u64)
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| failed("reading from", e))?;
+        if n == 0 {
+            return Ok(());
+        }
+        let value: Value = serde_json::from_slice(&buf).map_err(|e| {
+            ClientError::Failed(ErrorBody::internal(format!(
+                "unreadable line from the daemon: {e}"
+            )))
+        })?;
+        on_line(value);
+    }
+}
+
+/// Send one request and read the one response.
+pub fn request(
+    target: &Target,
+    method: &str,
+    params: Value,
+    caller: Option<&str>,
+    confirm: bool,
+    timeout: Duration,
+) -> Result<Response, ClientError> {
+    let stream = send_request(target, method, params, caller, confirm, true)?;
     stream
         .set_read_timeout(Some(timeout))
         .map_err(|e| failed("configuring", e))?;

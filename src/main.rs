@@ -40,7 +40,7 @@ fn run(cli: Cli) -> i32 {
     match cli.command {
         Command::Daemon(d) => daemon(&target, d),
         Command::Sessions(s) => {
-            let verb = s.verb.unwrap_or(SessionsVerb::List);
+            let verb = s.verb.unwrap_or(SessionsVerb::List(ListArgs::default()));
             let (method, params, timeout) = match sessions_request(verb) {
                 Ok(r) => r,
                 Err(usage) => {
@@ -48,6 +48,9 @@ fn run(cli: Cli) -> i32 {
                     return 2;
                 }
             };
+            if method == "sessions.watch" {
+                return watch(&target, params, &cli.caller, cli.confirm);
+            }
             let autostart = method == "sessions.create";
             let response = send(
                 &target,
@@ -108,6 +111,44 @@ fn send(
     }
 }
 
+/// Print a stream's lines as they arrive. Exit 0 when it ended or hit its timeout, 1 if
+/// the daemon refused it or dropped a watcher that fell behind.
+fn watch(target: &Target, params: Value, caller: &Option<String>, confirm: bool) -> i32 {
+    use std::io::Write;
+    let mut code = 0;
+    let result = client::stream_lines(
+        target,
+        "sessions.watch",
+        params,
+        caller.as_deref(),
+        confirm,
+        |line| {
+            if line.get("ok") == Some(&Value::Bool(false)) {
+                eprintln!("{line}");
+                code = EXIT_FAILED;
+                return;
+            }
+            if line["type"] == "end" && line["reason"] == "dropped" {
+                code = EXIT_FAILED;
+            }
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{line}");
+            let _ = out.flush();
+        },
+    );
+    match result {
+        Ok(()) => code,
+        Err(ClientError::NoDaemon(e)) => {
+            print_error(&e);
+            EXIT_NO_DAEMON
+        }
+        Err(ClientError::Failed(e)) => {
+            print_error(&e);
+            EXIT_FAILED
+        }
+    }
+}
+
 fn print_error(error: &ErrorBody) {
     eprintln!("{}", json!({ "ok": false, "error": error }));
 }
@@ -162,6 +203,22 @@ fn value_name<T: clap::ValueEnum>(v: T) -> String {
     v.to_possible_value()
         .map(|p| p.get_name().to_string())
         .unwrap_or_default()
+}
+
+fn insert_opt(p: &mut Map<String, Value>, key: &str, value: Option<String>) {
+    if let Some(v) = value {
+        p.insert(key.into(), Value::String(v));
+    }
+}
+
+/// The params every declaration verb shares.
+fn declare(p: &mut Map<String, Value>, session_id: String, source: Option<String>) {
+    p.insert("session_id".into(), json!(session_id));
+    insert_opt(p, "source", source);
+}
+
+fn parse_json(flag: &str, text: &str) -> Result<Value, String> {
+    serde_json::from_str(text).map_err(|e| format!("{flag} is not valid JSON: {e}"))
 }
 
 /// Build `(method, params, client timeout)` for a sessions verb.
@@ -220,13 +277,115 @@ fn sessions_request(verb: SessionsVerb) -> Result<(&'static str, Value, Duration
             if let Some(v) = a.rows {
                 p.insert("rows".into(), json!(v));
             }
+            insert_opt(&mut p, "agent_type", a.agent_type);
+            if let Some(schema) = a.result_schema {
+                p.insert(
+                    "result_schema".into(),
+                    parse_json("--result-schema", &schema)?,
+                );
+            }
             "sessions.create"
         }
         SessionsVerb::Get(a) => {
             p.insert("session_id".into(), json!(a.session_id));
             "sessions.get"
         }
-        SessionsVerb::List => "sessions.list",
+        SessionsVerb::List(a) => {
+            if !a.filters.is_empty() {
+                let filters: Vec<Value> = a
+                    .filters
+                    .iter()
+                    .map(|f| match f.split_once('=') {
+                        Some((k, v)) => json!({"key": k, "value": v}),
+                        None => json!({"key": f}),
+                    })
+                    .collect();
+                p.insert("metadata_filter".into(), Value::Array(filters));
+            }
+            "sessions.list"
+        }
+        SessionsVerb::Watch(a) => {
+            p.insert("session_id".into(), json!(a.session_id));
+            if let Some(t) = a.timeout {
+                p.insert("timeout".into(), json!(t.as_secs_f64()));
+            }
+            "sessions.watch"
+        }
+        SessionsVerb::Events(a) => {
+            p.insert("session_id".into(), json!(a.session_id));
+            p.insert("since".into(), json!(a.since));
+            "sessions.events"
+        }
+        SessionsVerb::DeclareState(a) => {
+            declare(&mut p, a.session_id, a.source);
+            p.insert("state".into(), json!(a.state));
+            insert_opt(&mut p, "message", a.message);
+            "sessions.declare-state"
+        }
+        SessionsVerb::EmitEvent(a) => {
+            declare(&mut p, a.session_id, a.source);
+            p.insert("event".into(), json!(a.event));
+            if let Some(payload) = a.payload_json {
+                let v: Value = serde_json::from_str(&payload)
+                    .map_err(|e| format!("--payload-json is not valid JSON: {e}"))?;
+                p.insert("payload".into(), v);
+            }
+            insert_opt(&mut p, "message", a.message);
+            "sessions.emit-event"
+        }
+        SessionsVerb::SetMetadata(a) => {
+            declare(&mut p, a.session_id, a.source);
+            p.insert("key".into(), json!(a.key));
+            insert_opt(&mut p, "value", a.value);
+            insert_opt(&mut p, "value_json", a.value_json);
+            "sessions.set-metadata"
+        }
+        SessionsVerb::RemoveMetadata(a) => {
+            declare(&mut p, a.session_id, a.source);
+            p.insert("keys".into(), json!(a.keys));
+            "sessions.remove-metadata"
+        }
+        SessionsVerb::ClearMetadata(a) => {
+            declare(&mut p, a.session_id, a.source);
+            "sessions.clear-metadata"
+        }
+        SessionsVerb::SetState(a) => {
+            declare(&mut p, a.session_id, a.source);
+            p.insert("state".into(), json!(a.state));
+            insert_opt(&mut p, "message", a.message);
+            "sessions.set-state"
+        }
+        SessionsVerb::SetSummary(a) => {
+            declare(&mut p, a.session_id, a.source);
+            p.insert("summary".into(), json!(a.summary));
+            "sessions.set-summary"
+        }
+        SessionsVerb::SetResult(a) => {
+            declare(&mut p, a.session_id, a.source);
+            p.insert("result".into(), json!(a.result));
+            "sessions.set-result"
+        }
+        SessionsVerb::ClearResult(a) => {
+            declare(&mut p, a.session_id, a.source);
+            "sessions.clear-result"
+        }
+        SessionsVerb::SetResultSchema(a) => {
+            declare(&mut p, a.session_id, a.source);
+            p.insert(
+                "result_schema".into(),
+                parse_json("--result-schema", &a.result_schema)?,
+            );
+            "sessions.set-result-schema"
+        }
+        SessionsVerb::ClearResultSchema(a) => {
+            declare(&mut p, a.session_id, a.source);
+            "sessions.clear-result-schema"
+        }
+        SessionsVerb::SetAgentType(a) => {
+            declare(&mut p, a.session_id, a.source);
+            p.insert("agent_type".into(), json!(a.agent_type));
+            "sessions.set-agent-type"
+        }
         SessionsVerb::Update(a) => {
             p.insert("session_id".into(), json!(a.session_id));
             if let Some(v) = a.status {
@@ -254,7 +413,14 @@ fn sessions_request(verb: SessionsVerb) -> Result<(&'static str, Value, Duration
         }
         SessionsVerb::Wait(a) => {
             p.insert("session_id".into(), json!(a.session_id));
-            p.insert("lifecycle".into(), json!(value_name(a.lifecycle)));
+            if let Some(l) = a.lifecycle {
+                p.insert("lifecycle".into(), json!(value_name(l)));
+            }
+            insert_opt(&mut p, "state", a.state);
+            insert_opt(&mut p, "event", a.event);
+            if let Some(since) = a.since {
+                p.insert("since".into(), json!(since));
+            }
             let t = a
                 .timeout
                 .unwrap_or(maxx_protocol::limits::WAIT_DEFAULT_TIMEOUT);

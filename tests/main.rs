@@ -2,4 +2,5 @@
 //! on a temp control dir through the real CLI and the real socket.
 
 mod common;
+mod declarations;
 mod spine;

@@ -7,22 +7,30 @@
 
 use crate::control_dir::constant_time_eq;
 use crate::registry::{RegistryMsg, Resolved};
-use crate::session::{new_id, SessionActor, SessionArgs, SessionMsg, SpawnContext};
+use crate::session::{new_id, SessionActor, SessionArgs, SessionMsg, SpawnContext, WatchLine};
 use crate::session_supervisor::SESSION_ACTOR_PREFIX;
+use crate::stats::Stats;
 use maxx_protocol::error::{ErrorBody, ErrorCode};
-use maxx_protocol::limits::{REQUEST_LINE_MAX_BYTES, REQUEST_READ_TIMEOUT};
-use maxx_protocol::request::{ActionKind, ActionParams, Call, CreateParams, WaitParams};
+use maxx_protocol::limits::{REQUEST_LINE_MAX_BYTES, REQUEST_READ_TIMEOUT, WATCH_BUFFER};
+use maxx_protocol::request::{
+    ActionKind, ActionParams, Call, CreateParams, WaitParams, WatchParams,
+};
 use maxx_protocol::session::SessionView;
 use maxx_protocol::{RequestEnvelope, Response};
 use ractor::rpc::CallResult;
 use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, Message, RpcReplyPort};
 use serde_json::{json, Value};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
-use tokio::sync::OwnedSemaphorePermit;
+use tokio::sync::{mpsc, OwnedSemaphorePermit};
+
+/// The policy source a request is attributed to when it names none.
+pub const DEFAULT_SOURCE: &str = "local-cli";
 
 /// How long an internal request to an actor may take before the caller gets `internal`.
 const ACTOR_CALL_TIMEOUT: Duration = Duration::from_secs(10);
@@ -91,9 +99,13 @@ impl Actor for ConnectionActor {
             ctx,
         }) = state.args.take()
         {
-            let response = serve(&mut stream, &ctx).await;
-            let _ = stream.write_all(&response.to_line()).await;
+            let stats = ctx.spawn.stats.clone();
+            Stats::add(&stats.connections, 1);
+            if let Some(response) = serve(&mut stream, &ctx).await {
+                let _ = stream.write_all(&response.to_line()).await;
+            }
             let _ = stream.shutdown().await;
+            Stats::add(&stats.connections, -1);
             drop(permit);
         }
         myself.stop(None);
@@ -136,23 +148,51 @@ async fn read_request_line(stream: &mut UnixStream) -> Result<Vec<u8>, ErrorBody
     }
 }
 
-async fn serve(stream: &mut UnixStream, ctx: &DaemonContext) -> Response {
+/// A decoded, authenticated request.
+struct Request {
+    id: Option<Value>,
+    call: Call,
+    caller: String,
+}
+
+/// Serve one request. `None` when the answer was already streamed.
+async fn serve(stream: &mut UnixStream, ctx: &DaemonContext) -> Option<Response> {
     let line = match read_request_line(stream).await {
         Ok(line) => line,
-        Err(e) => return Response::err(e),
+        Err(e) => return Some(Response::err(e)),
     };
-    if line.iter().all(u8::is_ascii_whitespace) {
-        return Response::err(ErrorBody::invalid("empty request"));
-    }
-    let envelope: RequestEnvelope = match serde_json::from_slice(&line) {
-        Ok(env) => env,
-        Err(e) => {
-            return Response::err(
-                ErrorBody::invalid(format!("malformed request: {e}"))
-                    .with_remedy("send one JSON object {token, method, params} per line"),
-            )
+    let Request { id, call, caller } = match decode_request(&line, ctx) {
+        Ok(request) => request,
+        Err(response) => return Some(*response),
+    };
+    tracing::debug!(method = call.method(), caller, "request");
+    let result = match call {
+        Call::Watch(p) => match watch(p, ctx, stream).await {
+            Ok(()) => return None,
+            Err(e) => Err(e),
+        },
+        other => route(other, &caller, ctx).await,
+    };
+    Some(
+        match result {
+            Ok(value) => Response::ok(value),
+            Err(e) => Response::err(e),
         }
-    };
+        .with_id(id),
+    )
+}
+
+/// Parse, authenticate and decode a request line; any failure is the response to send.
+fn decode_request(line: &[u8], ctx: &DaemonContext) -> Result<Request, Box<Response>> {
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return Err(Box::new(Response::err(ErrorBody::invalid("empty request"))));
+    }
+    let envelope: RequestEnvelope = serde_json::from_slice(line).map_err(|e| {
+        Box::new(Response::err(
+            ErrorBody::invalid(format!("malformed request: {e}"))
+                .with_remedy("send one JSON object {token, method, params} per line"),
+        ))
+    })?;
     let id = envelope.id.clone();
     let authenticated = envelope
         .token
@@ -160,25 +200,25 @@ async fn serve(stream: &mut UnixStream, ctx: &DaemonContext) -> Response {
         .is_some_and(|t| constant_time_eq(t.as_bytes(), ctx.token.as_bytes()));
     if !authenticated {
         tracing::info!("request refused: missing or wrong token");
-        return Response::err(
-            ErrorBody::new(ErrorCode::Unauthenticated, "missing or wrong token")
-                .with_remedy("read the token from <control dir>/token"),
-        )
-        .with_id(id);
+        return Err(Box::new(
+            Response::err(
+                ErrorBody::new(ErrorCode::Unauthenticated, "missing or wrong token")
+                    .with_remedy("read the token from <control dir>/token"),
+            )
+            .with_id(id),
+        ));
     }
     let Some(method) = envelope.method.as_deref() else {
-        return Response::err(ErrorBody::invalid("method is required")).with_id(id);
+        return Err(Box::new(
+            Response::err(ErrorBody::invalid("method is required")).with_id(id),
+        ));
     };
-    let call = match Call::decode(method, envelope.params) {
-        Ok(call) => call,
-        Err(e) => return Response::err(e).with_id(id),
-    };
-    tracing::debug!(method = call.method(), "request");
-    match route(call, ctx).await {
-        Ok(result) => Response::ok(result),
-        Err(e) => Response::err(e),
-    }
-    .with_id(id)
+    let call =
+        Call::decode(method, envelope.params).map_err(|e| Response::err(e).with_id(id.clone()))?;
+    let caller = envelope
+        .caller
+        .unwrap_or_else(|| DEFAULT_SOURCE.to_string());
+    Ok(Request { id, call, caller })
 }
 
 /// Ask an actor and wait for the answer, mapping a dead or stuck actor to `internal`.
@@ -227,9 +267,9 @@ async fn session_actor(
     }
 }
 
-async fn route(call: Call, ctx: &DaemonContext) -> Result<Value, ErrorBody> {
+async fn route(call: Call, caller: &str, ctx: &DaemonContext) -> Result<Value, ErrorBody> {
     match call {
-        Call::Create(params) => create(params, ctx).await.map(session_result),
+        Call::Create(params) => create(params, caller, ctx).await.map(session_result),
         Call::Get(r) => {
             let view = ask(
                 &ctx.registry,
@@ -240,10 +280,45 @@ async fn route(call: Call, ctx: &DaemonContext) -> Result<Value, ErrorBody> {
             view.map(session_result)
                 .ok_or_else(|| ErrorBody::no_session(&r.session_id))
         }
-        Call::List(_) => {
-            let sessions = ask(&ctx.registry, RegistryMsg::List, ACTOR_CALL_TIMEOUT).await?;
+        Call::List(p) => {
+            let sessions = ask(
+                &ctx.registry,
+                |reply| RegistryMsg::List(p.metadata_filter, reply),
+                ACTOR_CALL_TIMEOUT,
+            )
+            .await?;
             Ok(json!({ "sessions": sessions }))
         }
+        Call::Declare(p) => {
+            let actor = session_actor(ctx, &p.session_id).await?;
+            let source = p.source.unwrap_or_else(|| caller.to_string());
+            ask(
+                &actor,
+                |reply| SessionMsg::Declare {
+                    declaration: p.declaration,
+                    source,
+                    reply,
+                },
+                ACTOR_CALL_TIMEOUT,
+            )
+            .await?
+            .map(session_result)
+        }
+        Call::Events(p) => {
+            let actor = session_actor(ctx, &p.session_id).await?;
+            let events = ask(
+                &actor,
+                |reply| SessionMsg::Events {
+                    since: p.since,
+                    reply,
+                },
+                ACTOR_CALL_TIMEOUT,
+            )
+            .await?;
+            Ok(json!({ "session_id": p.session_id, "events": events }))
+        }
+        Call::Stats => Ok(json!(ctx.spawn.stats.snapshot())),
+        Call::Watch(_) => Err(ErrorBody::internal("watch is served as a stream")),
         Call::Update(p) => {
             let actor = session_actor(ctx, &p.session_id).await?;
             ask(
@@ -251,6 +326,7 @@ async fn route(call: Call, ctx: &DaemonContext) -> Result<Value, ErrorBody> {
                 |reply| SessionMsg::Update {
                     status: p.status,
                     metadata: p.metadata,
+                    source: caller.to_string(),
                     reply,
                 },
                 ACTOR_CALL_TIMEOUT,
@@ -322,10 +398,109 @@ async fn wait(p: WaitParams, ctx: &DaemonContext) -> Result<Value, ErrorBody> {
         p.timeout + ACTOR_CALL_TIMEOUT,
     )
     .await?;
-    Ok(json!({ "outcome": answer.outcome, "session": answer.session }))
+    let mut result = json!({ "outcome": answer.outcome, "session": answer.session });
+    if let Some(event) = answer.event {
+        result["event"] = json!(event);
+    }
+    Ok(result)
 }
 
-async fn create(params: CreateParams, ctx: &DaemonContext) -> Result<SessionView, ErrorBody> {
+/// Resolves when the client has closed its end entirely (not merely half-closed its
+/// write side, which a client may do right after sending its request). Event-driven: a
+/// separate registration of the socket wakes on the kernel's hang-up, no polling.
+async fn peer_closed(stream: &UnixStream) {
+    // SAFETY: F_DUPFD_CLOEXEC on a live fd returns a new fd we own.
+    let dup = unsafe { libc::fcntl(stream.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0) };
+    if dup < 0 {
+        return std::future::pending().await;
+    }
+    // SAFETY: `dup` is ours alone.
+    let fd = unsafe { OwnedFd::from_raw_fd(dup) };
+    // SAFETY: the AsyncFd owns `fd` until it is dropped.
+    let Ok(afd) = (unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::WRITABLE) })
+    else {
+        return std::future::pending().await;
+    };
+    loop {
+        let Ok(mut guard) = afd.writable().await else {
+            return std::future::pending().await;
+        };
+        if guard.ready().is_write_closed() {
+            return;
+        }
+        // Writable but still connected: wait for the next change of state.
+        guard.clear_ready();
+    }
+}
+
+/// `sessions.watch`: a snapshot line, an event line per new audit entry, a lifecycle line
+/// per transition, and an end line (`ended`, `timeout`, or `dropped` for a watcher that
+/// fell more than `WATCH_BUFFER` lines behind). A caller that disconnects ends it, and
+/// its subscription is removed at once.
+async fn watch(
+    p: WatchParams,
+    ctx: &DaemonContext,
+    stream: &mut UnixStream,
+) -> Result<(), ErrorBody> {
+    let actor = session_actor(ctx, &p.session_id).await?;
+    let (tx, mut rx) = mpsc::channel(WATCH_BUFFER);
+    let (sub, snapshot) = ask(
+        &actor,
+        |reply| SessionMsg::Watch { lines: tx, reply },
+        ACTOR_CALL_TIMEOUT,
+    )
+    .await?;
+    let deadline = p.timeout.map(|t| tokio::time::Instant::now() + t);
+    let mut out = line(&json!({"type": "snapshot", "session": snapshot}));
+    let (read_half, mut write_half) = stream.split();
+    let gone = peer_closed(read_half.as_ref());
+    tokio::pin!(gone);
+    loop {
+        if write_half.write_all(&out).await.is_err() {
+            break;
+        }
+        let next = tokio::select! {
+            item = rx.recv() => item,
+            _ = async { tokio::time::sleep_until(deadline.unwrap()).await }, if deadline.is_some() => {
+                let _ = write_half.write_all(&line(&json!({"type": "end", "reason": "timeout"}))).await;
+                break;
+            }
+            _ = &mut gone => break,
+        };
+        out = match next {
+            Some(WatchLine::Event(e)) => line(&json!({"type": "event", "event": e})),
+            Some(WatchLine::Lifecycle(v)) => line(&json!({
+                "type": "lifecycle", "lifecycle": v.lifecycle, "session": v
+            })),
+            Some(WatchLine::End) => {
+                let _ = write_half
+                    .write_all(&line(&json!({"type": "end", "reason": "ended"})))
+                    .await;
+                break;
+            }
+            None => {
+                let _ = write_half
+                    .write_all(&line(&json!({"type": "end", "reason": "dropped"})))
+                    .await;
+                break;
+            }
+        };
+    }
+    let _ = actor.cast(SessionMsg::Unwatch(sub));
+    Ok(())
+}
+
+fn line(value: &Value) -> Vec<u8> {
+    let mut bytes = serde_json::to_vec(value).unwrap_or_default();
+    bytes.push(b'\n');
+    bytes
+}
+
+async fn create(
+    params: CreateParams,
+    caller: &str,
+    ctx: &DaemonContext,
+) -> Result<SessionView, ErrorBody> {
     if let Some(target) = &params.split_target {
         let resolved: Option<Resolved> = ask(
             &ctx.registry,
@@ -362,6 +537,7 @@ async fn create(params: CreateParams, ctx: &DaemonContext) -> Result<SessionView
         cwd,
         registry: ctx.registry.clone(),
         spawn: ctx.spawn.clone(),
+        caller: caller.to_string(),
     };
     let (actor, _) = Actor::spawn_linked(
         Some(format!("{SESSION_ACTOR_PREFIX}{session_id}")),

@@ -93,6 +93,7 @@ pub async fn run(
     let spawn = Arc::new(SpawnContext {
         control_dir: dir.path().to_path_buf(),
         bin_dir: config.bin_dir.clone(),
+        stats: Arc::new(crate::stats::Stats::default()),
     });
     let (root, root_handle) = Actor::spawn(
         Some("root".into()),

@@ -28,5 +28,6 @@ pub mod root_supervisor;
 pub mod screen;
 pub mod session;
 pub mod session_supervisor;
+pub mod stats;
 
 pub use daemon::{run, DaemonConfig, DaemonError};

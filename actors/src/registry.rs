@@ -4,6 +4,7 @@
 //! visit 1,000 actors.
 
 use crate::session::SessionMsg;
+use maxx_protocol::request::MetadataFilter;
 use maxx_protocol::session::{Lifecycle, SessionView};
 use maxx_protocol::time::now_rfc3339;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
@@ -33,8 +34,8 @@ pub enum RegistryMsg {
     },
     /// One record.
     Get(String, RpcReplyPort<Option<SessionView>>),
-    /// Every record, in creation order.
-    List(RpcReplyPort<Vec<SessionView>>),
+    /// Every record matching all filters, in creation order.
+    List(Vec<MetadataFilter>, RpcReplyPort<Vec<SessionView>>),
     /// The actor and lifecycle of a session, to route a request to it.
     Resolve(String, RpcReplyPort<Option<Resolved>>),
     /// The actor owning a surface.
@@ -162,8 +163,18 @@ impl Actor for RegistryActor {
             RegistryMsg::Get(id, reply) => {
                 let _ = reply.send(state.view(&id));
             }
-            RegistryMsg::List(reply) => {
-                let all = state.order.iter().filter_map(|id| state.view(id)).collect();
+            RegistryMsg::List(filters, reply) => {
+                let all = state
+                    .order
+                    .iter()
+                    .filter(|id| {
+                        state
+                            .sessions
+                            .get(*id)
+                            .is_some_and(|e| filters.iter().all(|f| f.matches(&e.view.metadata)))
+                    })
+                    .filter_map(|id| state.view(id))
+                    .collect();
                 let _ = reply.send(all);
             }
             RegistryMsg::Resolve(id, reply) => {

@@ -13,8 +13,12 @@ use crate::control_dir::constant_time_eq;
 use crate::pty::{ExitInfo, Pty, PumpEvent, SpawnSpec};
 use crate::registry::RegistryMsg;
 use crate::screen::LightScreen;
+use crate::stats::Stats;
+use maxx_protocol::audit::{AuditEntry, AuditKind};
 use maxx_protocol::error::{ErrorBody, ErrorCode};
-use maxx_protocol::request::{ActionKind, ActionParams, CreateParams, WaitCondition};
+use maxx_protocol::request::{
+    ActionKind, ActionParams, CreateParams, Declaration, InterruptSignal, WaitCondition,
+};
 use maxx_protocol::session::{Lifecycle, Outcome, SessionView};
 use maxx_protocol::time::now_rfc3339;
 use nix::sys::signal::Signal;
@@ -23,6 +27,7 @@ use serde_json::{Map, Value};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::mpsc;
 
 /// Daemon-wide facts every session needs to build its child's environment.
 #[derive(Debug, Clone)]
@@ -31,6 +36,8 @@ pub struct SpawnContext {
     pub control_dir: PathBuf,
     /// Folder of the `maxx` binary, put first on the child's `PATH`.
     pub bin_dir: Option<PathBuf>,
+    /// Live-object counters.
+    pub stats: Arc<Stats>,
 }
 
 /// Everything needed to start a session.
@@ -45,6 +52,8 @@ pub struct SessionArgs {
     pub registry: ActorRef<RegistryMsg>,
     /// Daemon-wide spawn facts.
     pub spawn: Arc<SpawnContext>,
+    /// The policy source of the creating request (source of create-time declarations).
+    pub caller: String,
 }
 
 /// A wait's answer.
@@ -54,6 +63,19 @@ pub struct WaitAnswer {
     pub outcome: Outcome,
     /// The record when the wait ended.
     pub session: SessionView,
+    /// For an `event` wait that matched: the entry.
+    pub event: Option<AuditEntry>,
+}
+
+/// One line of a `sessions.watch` stream after its snapshot.
+#[derive(Debug, Clone)]
+pub enum WatchLine {
+    /// A new audit entry.
+    Event(Box<AuditEntry>),
+    /// A mechanical lifecycle transition, with the record after it.
+    Lifecycle(Box<SessionView>),
+    /// The session reached a terminal lifecycle; nothing more will come.
+    End,
 }
 
 /// Messages a `SessionActor` handles.
@@ -68,6 +90,8 @@ pub enum SessionMsg {
         status: Option<String>,
         /// Keys to merge.
         metadata: Option<Map<String, Value>>,
+        /// Source recorded on the metadata audit entries.
+        source: String,
         /// Answer.
         reply: RpcReplyPort<Result<SessionView, ErrorBody>>,
     },
@@ -84,6 +108,31 @@ pub enum SessionMsg {
     },
     /// A wait's timer fired.
     WaitExpired(u64),
+    /// A declaration verb.
+    Declare {
+        /// What is declared.
+        declaration: Declaration,
+        /// Who declares it.
+        source: String,
+        /// Answer.
+        reply: RpcReplyPort<Result<SessionView, ErrorBody>>,
+    },
+    /// `sessions.events --since N`.
+    Events {
+        /// Entries after this seq.
+        since: u64,
+        /// Answer.
+        reply: RpcReplyPort<Vec<AuditEntry>>,
+    },
+    /// `sessions.watch`: subscribe; the reply is the snapshot, then lines flow on `lines`.
+    Watch {
+        /// Where lines go; bounded, a watcher that falls behind is dropped.
+        lines: mpsc::Sender<WatchLine>,
+        /// Answer: subscription id and snapshot.
+        reply: RpcReplyPort<(u64, SessionView)>,
+    },
+    /// A watcher ended (timeout or disconnect).
+    Unwatch(u64),
     /// Another session took focus.
     Unfocused,
     /// `sessions.register-current`: check the per-surface proof.
@@ -104,6 +153,11 @@ struct Waiter {
     reply: RpcReplyPort<WaitAnswer>,
 }
 
+struct Watcher {
+    id: u64,
+    lines: mpsc::Sender<WatchLine>,
+}
+
 /// Mutable state of one session.
 pub struct SessionState {
     // Field order is drop order: the PTY (and its child) goes first.
@@ -115,10 +169,24 @@ pub struct SessionState {
     screen: LightScreen,
     /// Secret proof for `register-current`; exported to the child only.
     registration_token: String,
+    /// Append-only audit log (never trimmed in memory).
+    audit: Vec<AuditEntry>,
     /// Pending waits.
     waiters: Vec<Waiter>,
-    next_waiter: u64,
+    /// Live `watch` subscriptions.
+    watchers: Vec<Watcher>,
+    /// Ids for waiters and watchers.
+    next_id: u64,
     registry: ActorRef<RegistryMsg>,
+    stats: Arc<Stats>,
+}
+
+impl Drop for SessionState {
+    fn drop(&mut self) {
+        Stats::add(&self.stats.sessions, -1);
+        Stats::add(&self.stats.waiters, -(self.waiters.len() as i64));
+        Stats::add(&self.stats.watchers, -(self.watchers.len() as i64));
+    }
 }
 
 /// A fresh 128-bit secret, hex.
@@ -152,6 +220,7 @@ impl Actor for SessionActor {
             cwd,
             registry,
             spawn,
+            caller,
         } = args;
         let surface_id = new_id();
         let registration_token = random_secret()?;
@@ -210,21 +279,43 @@ impl Actor for SessionActor {
             terminal_title: None,
             cols: params.cols,
             rows: params.rows,
+            workflow_state: None,
+            workflow_state_at: None,
+            workflow_state_source: None,
+            summary: None,
+            summary_at: None,
+            summary_source: None,
+            result: None,
+            result_at: None,
+            result_source: None,
+            result_schema: params.result_schema,
+            agent_type: None,
+            agent_type_at: None,
+            agent_type_source: None,
         };
-        registry.cast(RegistryMsg::Register {
-            view: Box::new(view.clone()),
-            actor: myself,
-            focus: params.focus,
-        })?;
-        Ok(SessionState {
+        Stats::add(&spawn.stats.sessions, 1);
+        let mut state = SessionState {
             pty: Some(pty),
             view,
             screen: LightScreen::default(),
             registration_token,
+            audit: Vec::new(),
             waiters: Vec::new(),
-            next_waiter: 0,
-            registry,
-        })
+            watchers: Vec::new(),
+            next_id: 0,
+            registry: registry.clone(),
+            stats: spawn.stats.clone(),
+        };
+        // A create-time agent type is a declaration like a later set-agent-type.
+        if let Some(agent_type) = params.agent_type {
+            state.apply(Declaration::AgentType { agent_type }, caller)?;
+        }
+        registry.cast(RegistryMsg::Register {
+            view: Box::new(state.view.clone()),
+            actor: myself,
+            focus: params.focus,
+        })?;
+        Ok(state)
     }
 
     async fn handle(
@@ -241,10 +332,48 @@ impl Actor for SessionActor {
             SessionMsg::Update {
                 status,
                 metadata,
+                source,
                 reply,
             } => {
-                let result = state.update(status, metadata);
+                let result = state.update(status, metadata, source);
                 let _ = reply.send(result);
+            }
+            SessionMsg::Declare {
+                declaration,
+                source,
+                reply,
+            } => {
+                let result = state.apply(declaration, source);
+                let _ = reply.send(result);
+            }
+            SessionMsg::Events { since, reply } => {
+                let entries = state
+                    .audit
+                    .iter()
+                    .filter(|e| e.seq > since)
+                    .cloned()
+                    .collect();
+                let _ = reply.send(entries);
+            }
+            SessionMsg::Watch { lines, reply } => {
+                state.next_id += 1;
+                let id = state.next_id;
+                if reply.send((id, state.view.clone())).is_ok() {
+                    if state.view.lifecycle.has_ended() {
+                        let _ = lines.try_send(WatchLine::End);
+                    } else {
+                        state.watchers.push(Watcher { id, lines });
+                        Stats::add(&state.stats.watchers, 1);
+                    }
+                }
+            }
+            SessionMsg::Unwatch(id) => {
+                let before = state.watchers.len();
+                state.watchers.retain(|w| w.id != id);
+                Stats::add(
+                    &state.stats.watchers,
+                    state.watchers.len() as i64 - before as i64,
+                );
             }
             SessionMsg::Action(params, reply) => state.action(params, reply),
             SessionMsg::Wait {
@@ -252,21 +381,31 @@ impl Actor for SessionActor {
                 timeout,
                 reply,
             } => {
-                if let Some(outcome) = state.check(&condition) {
+                // An edge-triggered event wait starts from the log as it is now.
+                let condition = match condition {
+                    WaitCondition::Event { name, since: None } => WaitCondition::Event {
+                        name,
+                        since: Some(state.last_seq()),
+                    },
+                    other => other,
+                };
+                if let Some((outcome, event)) = state.check(&condition) {
                     let _ = reply.send(WaitAnswer {
                         outcome,
                         session: state.view.clone(),
+                        event,
                     });
                     return Ok(());
                 }
-                state.waiters.retain(|w| !w.reply.is_closed());
-                state.next_waiter += 1;
-                let id = state.next_waiter;
+                state.prune_waiters();
+                state.next_id += 1;
+                let id = state.next_id;
                 state.waiters.push(Waiter {
                     id,
                     condition,
                     reply,
                 });
+                Stats::add(&state.stats.waiters, 1);
                 myself.send_after(timeout, move || SessionMsg::WaitExpired(id));
             }
             SessionMsg::Unfocused => {
@@ -278,9 +417,11 @@ impl Actor for SessionActor {
             SessionMsg::WaitExpired(id) => {
                 if let Some(pos) = state.waiters.iter().position(|w| w.id == id) {
                     let waiter = state.waiters.swap_remove(pos);
+                    Stats::add(&state.stats.waiters, -1);
                     let _ = waiter.reply.send(WaitAnswer {
                         outcome: Outcome::Timeout,
                         session: state.view.clone(),
+                        event: None,
                     });
                 }
             }
@@ -348,10 +489,12 @@ impl SessionState {
         let waiters = std::mem::take(&mut self.waiters);
         for waiter in waiters {
             match self.check(&waiter.condition) {
-                Some(outcome) => {
+                Some((outcome, event)) => {
+                    Stats::add(&self.stats.waiters, -1);
                     let _ = waiter.reply.send(WaitAnswer {
                         outcome,
                         session: self.view.clone(),
+                        event,
                     });
                 }
                 None => self.waiters.push(waiter),
@@ -359,8 +502,82 @@ impl SessionState {
         }
     }
 
+    /// Drop waiters whose caller has gone.
+    fn prune_waiters(&mut self) {
+        let before = self.waiters.len();
+        self.waiters.retain(|w| !w.reply.is_closed());
+        Stats::add(
+            &self.stats.waiters,
+            self.waiters.len() as i64 - before as i64,
+        );
+    }
+
+    fn last_seq(&self) -> u64 {
+        self.audit.last().map_or(0, |e| e.seq)
+    }
+
+    /// Send a line to every watcher; a watcher that is gone or too far behind is dropped
+    /// (its stream then ends with reason `dropped`).
+    fn broadcast(&mut self, line: WatchLine) {
+        if self.watchers.is_empty() {
+            return;
+        }
+        let before = self.watchers.len();
+        let end = matches!(line, WatchLine::End);
+        self.watchers
+            .retain(|w| w.lines.try_send(line.clone()).is_ok() && !end);
+        Stats::add(
+            &self.stats.watchers,
+            self.watchers.len() as i64 - before as i64,
+        );
+    }
+
+    /// A lifecycle transition happened: publish it, tell watchers, and end their streams
+    /// once the run is over (the lifecycle left `running`).
+    fn lifecycle_changed(&mut self) {
+        self.touch();
+        self.publish();
+        self.broadcast(WatchLine::Lifecycle(Box::new(self.view.clone())));
+        if self.view.lifecycle.has_ended() {
+            self.broadcast(WatchLine::End);
+        }
+    }
+
+    /// Append an audit entry and deliver it to watchers.
+    fn record(
+        &mut self,
+        kind: AuditKind,
+        name: Option<String>,
+        message: Option<String>,
+        payload: Option<Value>,
+        source: String,
+    ) -> AuditEntry {
+        let entry = AuditEntry {
+            seq: self.last_seq() + 1,
+            kind,
+            name,
+            message,
+            payload,
+            source,
+            created_at: now_rfc3339(),
+            session_id: self.view.session_id.clone(),
+            surface_id: self.view.surface_id.clone(),
+            pid: self.pty.as_ref().and_then(Pty::foreground_pgrp),
+        };
+        self.audit.push(entry.clone());
+        self.broadcast(WatchLine::Event(Box::new(entry.clone())));
+        entry
+    }
+
     /// `Some(outcome)` when a wait on `condition` is settled by the current record.
-    fn check(&self, condition: &WaitCondition) -> Option<Outcome> {
+    fn check(&self, condition: &WaitCondition) -> Option<(Outcome, Option<AuditEntry>)> {
+        // A declared state or event can no longer be expected once the run is over.
+        let ended = || {
+            self.view
+                .lifecycle
+                .has_ended()
+                .then_some((Outcome::Ended, None))
+        };
         match condition {
             WaitCondition::Lifecycle(wanted) => {
                 let current = self.view.lifecycle;
@@ -370,11 +587,28 @@ impl SessionState {
                     Lifecycle::Closed | Lifecycle::Archived => 2,
                 };
                 if current == *wanted {
-                    Some(Outcome::Matched)
+                    Some((Outcome::Matched, None))
                 } else if current.is_terminal() || rank(current) > rank(*wanted) {
-                    Some(Outcome::Ended)
+                    Some((Outcome::Ended, None))
                 } else {
                     None
+                }
+            }
+            WaitCondition::State(wanted) => {
+                if self.view.status.as_deref() == Some(wanted.as_str()) {
+                    Some((Outcome::Matched, None))
+                } else {
+                    ended()
+                }
+            }
+            WaitCondition::Event { name, since } => {
+                let since = since.unwrap_or(0);
+                let hit = self.audit.iter().find(|e| {
+                    e.seq > since && e.kind == AuditKind::Event && e.name.as_deref() == Some(name)
+                });
+                match hit {
+                    Some(e) => Some((Outcome::Matched, Some(e.clone()))),
+                    None => ended(),
                 }
             }
         }
@@ -402,9 +636,11 @@ impl SessionState {
                 self.view.pid = None;
                 if self.view.lifecycle == Lifecycle::Running {
                     self.view.lifecycle = Lifecycle::Exited;
+                    self.lifecycle_changed();
+                } else {
+                    self.touch();
+                    self.publish();
                 }
-                self.touch();
-                self.publish();
             }
         }
     }
@@ -413,18 +649,158 @@ impl SessionState {
         &mut self,
         status: Option<String>,
         metadata: Option<Map<String, Value>>,
+        source: String,
     ) -> Result<SessionView, ErrorBody> {
-        if let Some(merge) = &metadata {
+        if let Some(merge) = metadata {
             let mut merged = self.view.metadata.clone();
-            for (k, v) in merge {
+            for (k, v) in &merge {
                 merged.insert(k.clone(), v.clone());
             }
             // The merge result must obey the same bounds as any map.
             maxx_protocol::request::validate_metadata_map(&merged)?;
             self.view.metadata = merged;
+            for (k, v) in merge {
+                self.record(AuditKind::Metadata, Some(k), None, Some(v), source.clone());
+            }
         }
         if let Some(status) = status {
             self.view.status = Some(status);
+        }
+        self.touch();
+        self.publish();
+        Ok(self.view.clone())
+    }
+
+    /// Apply a declaration: validate it against the record, change the record, append the
+    /// audit entry, publish. A rejected declaration changes nothing.
+    fn apply(
+        &mut self,
+        declaration: Declaration,
+        source: String,
+    ) -> Result<SessionView, ErrorBody> {
+        let now = now_rfc3339();
+        match declaration {
+            Declaration::State { state, message } => {
+                self.view.status = Some(state.clone());
+                self.record(AuditKind::State, Some(state), message, None, source);
+            }
+            Declaration::Event {
+                event,
+                payload,
+                message,
+            } => {
+                self.record(AuditKind::Event, Some(event), message, payload, source);
+            }
+            Declaration::SetMetadata { key, value } => {
+                let mut merged = self.view.metadata.clone();
+                merged.insert(key.clone(), value.clone());
+                maxx_protocol::request::validate_metadata_map(&merged)?;
+                self.view.metadata = merged;
+                self.record(AuditKind::Metadata, Some(key), None, Some(value), source);
+            }
+            Declaration::RemoveMetadata { keys } => {
+                for key in keys {
+                    if self.view.metadata.shift_remove(&key).is_some() {
+                        self.record(
+                            AuditKind::Metadata,
+                            Some(key),
+                            Some("removed".into()),
+                            None,
+                            source.clone(),
+                        );
+                    }
+                }
+            }
+            Declaration::ClearMetadata => {
+                self.view.metadata.clear();
+                self.record(
+                    AuditKind::Metadata,
+                    Some("*".into()),
+                    Some("cleared".into()),
+                    None,
+                    source,
+                );
+            }
+            Declaration::WorkflowState { state, message } => {
+                self.view.workflow_state = Some(state);
+                self.view.workflow_state_at = Some(now);
+                self.view.workflow_state_source = Some(source.clone());
+                self.record(
+                    AuditKind::WorkflowState,
+                    Some(state.as_str().into()),
+                    message,
+                    None,
+                    source,
+                );
+            }
+            Declaration::Summary { summary } => {
+                self.view.summary = Some(summary.clone());
+                self.view.summary_at = Some(now);
+                self.view.summary_source = Some(source.clone());
+                self.record(AuditKind::Summary, None, Some(summary), None, source);
+            }
+            Declaration::SetResult { result } => {
+                if let Some(schema) = &self.view.result_schema {
+                    let parsed: Value = serde_json::from_str(&result).map_err(|e| {
+                        ErrorBody::invalid(format!(
+                            "the session declares a result schema, and this result is not JSON: {e}"
+                        ))
+                    })?;
+                    maxx_protocol::schema::check(schema, &parsed).map_err(|e| {
+                        ErrorBody::invalid(format!(
+                            "result does not satisfy the declared schema: {e}"
+                        ))
+                    })?;
+                }
+                self.view.result = Some(result.clone());
+                self.view.result_at = Some(now);
+                self.view.result_source = Some(source.clone());
+                self.record(
+                    AuditKind::Result,
+                    Some("result.set".into()),
+                    None,
+                    Some(Value::String(result)),
+                    source,
+                );
+            }
+            Declaration::ClearResult => {
+                self.view.result = None;
+                self.view.result_at = None;
+                self.view.result_source = None;
+                self.record(
+                    AuditKind::Result,
+                    Some("result.cleared".into()),
+                    None,
+                    None,
+                    source,
+                );
+            }
+            Declaration::SetResultSchema { schema } => {
+                self.view.result_schema = Some(schema.clone());
+                self.record(
+                    AuditKind::ResultSchema,
+                    Some("result_schema.set".into()),
+                    None,
+                    Some(schema),
+                    source,
+                );
+            }
+            Declaration::ClearResultSchema => {
+                self.view.result_schema = None;
+                self.record(
+                    AuditKind::ResultSchema,
+                    Some("result_schema.cleared".into()),
+                    None,
+                    None,
+                    source,
+                );
+            }
+            Declaration::AgentType { agent_type } => {
+                self.view.agent_type = Some(agent_type.clone());
+                self.view.agent_type_at = Some(now);
+                self.view.agent_type_source = Some(source.clone());
+                self.record(AuditKind::AgentType, Some(agent_type), None, None, source);
+            }
         }
         self.touch();
         self.publish();
@@ -501,11 +877,11 @@ impl SessionState {
                     }
                     Some(sig) => {
                         let signal = match sig {
-                            maxx_protocol::request::InterruptSignal::Int => Signal::SIGINT,
-                            maxx_protocol::request::InterruptSignal::Term => Signal::SIGTERM,
-                            maxx_protocol::request::InterruptSignal::Kill => Signal::SIGKILL,
-                            maxx_protocol::request::InterruptSignal::Hup => Signal::SIGHUP,
-                            maxx_protocol::request::InterruptSignal::Quit => Signal::SIGQUIT,
+                            InterruptSignal::Int => Signal::SIGINT,
+                            InterruptSignal::Term => Signal::SIGTERM,
+                            InterruptSignal::Kill => Signal::SIGKILL,
+                            InterruptSignal::Hup => Signal::SIGHUP,
+                            InterruptSignal::Quit => Signal::SIGQUIT,
                         };
                         pty.signal_foreground(signal)
                             .map(|_| self.view.clone())
@@ -521,8 +897,7 @@ impl SessionState {
                     self.pty = None;
                     self.view.lifecycle = Lifecycle::Closed;
                     self.view.pid = None;
-                    self.touch();
-                    self.publish();
+                    self.lifecycle_changed();
                 }
                 Ok(self.view.clone())
             }

@@ -10,15 +10,19 @@
 //! - [`error`]: [`ErrorCode`] (snake_case on the wire) and [`ErrorBody`].
 //! - [`request`]: one typed params struct per method, with the seed's validation beside it.
 //! - [`session`]: the session view returned by `sessions.get` / `sessions.list`.
+//! - [`audit`]: audit entries, the per-session record of declarations.
+//! - [`schema`]: the JSON-Schema subset a declared result must satisfy.
 //! - [`limits`]: every bound the seed and the brief fix, as named constants.
 //! - [`duration`]: `30s`, `5m`, `1h`, a bare number = seconds.
 //! - [`time`]: RFC 3339 timestamps.
 
+pub mod audit;
 pub mod duration;
 pub mod envelope;
 pub mod error;
 pub mod limits;
 pub mod request;
+pub mod schema;
 pub mod session;
 pub mod time;
 

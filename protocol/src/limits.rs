@@ -56,3 +56,20 @@ pub const DEFAULT_COLS: u16 = 80;
 pub const DEFAULT_ROWS: u16 = 24;
 /// Largest PTY dimension accepted.
 pub const MAX_DIMENSION: u16 = 1000;
+
+/// A declaration's `source` ≤ 128 chars, no control characters.
+pub const SOURCE_MAX_CHARS: usize = 128;
+/// An event name ≤ 128 chars of `[A-Za-z0-9_.:-]`.
+pub const EVENT_NAME_MAX_CHARS: usize = 128;
+/// A declaration's `message` ≤ 4096 chars.
+pub const MESSAGE_MAX_CHARS: usize = 4096;
+/// An event `payload` ≤ 16384 bytes of compact JSON.
+pub const PAYLOAD_MAX_BYTES: usize = 16384;
+/// An `agent_type` ≤ 64 chars of `[A-Za-z0-9_.:-]`.
+pub const AGENT_TYPE_MAX_CHARS: usize = 64;
+/// A `result_schema` ≤ 16384 bytes of compact JSON.
+pub const RESULT_SCHEMA_MAX_BYTES: usize = 16384;
+/// At most 32 `metadata_filter` constraints in one `list`.
+pub const METADATA_FILTER_MAX: usize = 32;
+/// How many matching lines a `watch` may have queued before it is ended as too slow.
+pub const WATCH_BUFFER: usize = 1024;

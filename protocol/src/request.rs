@@ -8,7 +8,7 @@
 use crate::duration::duration_from_json;
 use crate::error::{ErrorBody, ErrorCode};
 use crate::limits::*;
-use crate::session::{Lifecycle, Location, SplitDirection};
+use crate::session::{Lifecycle, Location, SplitDirection, WorkflowState};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -23,7 +23,22 @@ pub const METHODS: &[&str] = &[
     "sessions.action",
     "sessions.cancel",
     "sessions.wait",
+    "sessions.watch",
+    "sessions.events",
     "sessions.register-current",
+    "sessions.declare-state",
+    "sessions.emit-event",
+    "sessions.set-metadata",
+    "sessions.remove-metadata",
+    "sessions.clear-metadata",
+    "sessions.set-state",
+    "sessions.set-summary",
+    "sessions.set-result",
+    "sessions.clear-result",
+    "sessions.set-result-schema",
+    "sessions.clear-result-schema",
+    "sessions.set-agent-type",
+    "daemon.stats",
 ];
 
 /// A decoded, validated request.
@@ -45,6 +60,14 @@ pub enum Call {
     Wait(WaitParams),
     /// `sessions.register-current`
     RegisterCurrent(RegisterParams),
+    /// `sessions.watch` (streaming)
+    Watch(WatchParams),
+    /// `sessions.events`
+    Events(EventsParams),
+    /// Every declaration verb (`sessions.declare-state`, `sessions.set-metadata`, ...).
+    Declare(DeclareParams),
+    /// `daemon.stats`: counts of live daemon objects, for diagnostics and leak tests.
+    Stats,
 }
 
 impl Call {
@@ -58,12 +81,21 @@ impl Call {
         let call = match method {
             "sessions.create" => Call::Create(CreateParams::decode(params)?),
             "sessions.get" => Call::Get(SessionRef::decode(params)?),
-            "sessions.list" => Call::List(decode(params)?),
+            "sessions.list" => Call::List(ListParams::decode(params)?),
             "sessions.update" => Call::Update(UpdateParams::decode(params)?),
             "sessions.action" => Call::Action(ActionParams::decode(params)?),
             "sessions.cancel" => Call::Cancel(SessionRef::decode(params)?),
             "sessions.wait" => Call::Wait(WaitParams::decode(params)?),
             "sessions.register-current" => Call::RegisterCurrent(decode(params)?),
+            "sessions.watch" => Call::Watch(WatchParams::decode(params)?),
+            "sessions.events" => Call::Events(EventsParams::decode(params)?),
+            "daemon.stats" => {
+                let _: Empty = decode(params)?;
+                Call::Stats
+            }
+            m if m.starts_with("sessions.") && Declaration::is_method(m) => {
+                Call::Declare(DeclareParams::decode(m, params)?)
+            }
             other => {
                 return Err(ErrorBody::new(
                     ErrorCode::UnknownMethod,
@@ -86,6 +118,10 @@ impl Call {
             Call::Cancel(_) => "sessions.cancel",
             Call::Wait(_) => "sessions.wait",
             Call::RegisterCurrent(_) => "sessions.register-current",
+            Call::Watch(_) => "sessions.watch",
+            Call::Events(_) => "sessions.events",
+            Call::Declare(d) => d.declaration.method(),
+            Call::Stats => "daemon.stats",
         }
     }
 }
@@ -292,6 +328,10 @@ pub struct CreateParams {
     pub cols: u16,
     /// PTY rows.
     pub rows: u16,
+    /// Declared agent type (recorded as an `agent-type` audit entry).
+    pub agent_type: Option<String>,
+    /// Declared result contract.
+    pub result_schema: Option<Value>,
 }
 
 impl CreateParams {
@@ -312,8 +352,16 @@ impl CreateParams {
             focus: Option<bool>,
             cols: Option<u16>,
             rows: Option<u16>,
+            agent_type: Option<String>,
+            result_schema: Option<Value>,
         }
         let raw: Raw = decode(params)?;
+        if let Some(a) = &raw.agent_type {
+            validate_agent_type(a)?;
+        }
+        if let Some(s) = &raw.result_schema {
+            validate_result_schema(s)?;
+        }
         if let Some(t) = &raw.title {
             validate_title(t)?;
         }
@@ -376,14 +424,72 @@ impl CreateParams {
             focus: raw.focus.unwrap_or(location != Location::Split),
             cols,
             rows,
+            agent_type: raw.agent_type,
+            result_schema: raw.result_schema,
         })
     }
 }
 
-/// `sessions.list` params (filters arrive with later capabilities).
+/// `{}`: methods without params.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ListParams {}
+struct Empty {}
+
+/// One `metadata_filter` constraint: the key is present, and (if `value` is given) its
+/// value, compared as a string, equals it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetadataFilter {
+    /// Key that must be present.
+    pub key: String,
+    /// Value it must equal, compared as a string (non-strings as compact JSON).
+    #[serde(default)]
+    pub value: Option<Value>,
+}
+
+/// A metadata value as the filter compares it: a string as itself, anything else as
+/// compact JSON.
+pub fn filter_string(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+impl MetadataFilter {
+    /// Whether a metadata map satisfies this constraint.
+    pub fn matches(&self, metadata: &Map<String, Value>) -> bool {
+        match (metadata.get(&self.key), &self.value) {
+            (None, _) => false,
+            (Some(_), None) => true,
+            (Some(have), Some(want)) => filter_string(have) == filter_string(want),
+        }
+    }
+}
+
+/// `sessions.list` params.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListParams {
+    /// Constraints that must all hold (AND).
+    #[serde(default)]
+    pub metadata_filter: Vec<MetadataFilter>,
+}
+
+impl ListParams {
+    fn decode(params: Value) -> Result<Self, ErrorBody> {
+        let p: ListParams = decode(params)?;
+        if p.metadata_filter.len() > METADATA_FILTER_MAX {
+            return Err(ErrorBody::invalid(format!(
+                "at most {METADATA_FILTER_MAX} metadata_filter constraints"
+            )));
+        }
+        for f in &p.metadata_filter {
+            validate_metadata_key(&f.key)?;
+        }
+        Ok(p)
+    }
+}
 
 /// `sessions.update` params: status and/or a metadata merge, nothing else.
 #[derive(Debug, Clone, PartialEq)]
@@ -570,6 +676,16 @@ impl ActionParams {
 pub enum WaitCondition {
     /// `--lifecycle L`: level-triggered on the Maxx-owned lifecycle.
     Lifecycle(Lifecycle),
+    /// `--state S`: level-triggered on the declared status.
+    State(String),
+    /// `--event E`: edge-triggered on a new `emit-event` named E, after audit seq `since`
+    /// (default: the last seq when the wait begins).
+    Event {
+        /// Event name.
+        name: String,
+        /// Baseline audit seq; `None` = the current last seq.
+        since: Option<u64>,
+    },
 }
 
 /// `sessions.wait` params.
@@ -590,28 +706,460 @@ impl WaitParams {
         struct Raw {
             session_id: String,
             lifecycle: Option<Lifecycle>,
+            state: Option<String>,
+            event: Option<String>,
+            since: Option<u64>,
             timeout: Option<Value>,
         }
         let raw: Raw = decode(params)?;
         let session_id = parse_session_id("session_id", &raw.session_id)?;
-        let condition = match raw.lifecycle {
-            Some(l) => WaitCondition::Lifecycle(l),
-            None => return Err(ErrorBody::invalid("sessions.wait needs lifecycle")),
+        let condition = match (raw.lifecycle, raw.state, raw.event) {
+            (Some(l), None, None) => WaitCondition::Lifecycle(l),
+            (None, Some(s), None) => {
+                validate_status(&s)?;
+                WaitCondition::State(s)
+            }
+            (None, None, Some(e)) => {
+                validate_event_name(&e)?;
+                WaitCondition::Event {
+                    name: e,
+                    since: raw.since,
+                }
+            }
+            _ => {
+                return Err(ErrorBody::invalid(
+                    "sessions.wait takes exactly one of state, event, lifecycle",
+                ))
+            }
         };
-        let timeout = match &raw.timeout {
-            None | Some(Value::Null) => WAIT_DEFAULT_TIMEOUT,
-            Some(v) => duration_from_json(v).map_err(ErrorBody::invalid)?,
-        };
-        if timeout > WAIT_MAX_TIMEOUT {
-            return Err(ErrorBody::invalid(format!(
-                "timeout is capped at {}s",
-                WAIT_MAX_TIMEOUT.as_secs()
-            )));
+        if raw.since.is_some() && !matches!(condition, WaitCondition::Event { .. }) {
+            return Err(ErrorBody::invalid("since is only valid with event"));
         }
+        let timeout = decode_timeout(raw.timeout.as_ref())?.unwrap_or(WAIT_DEFAULT_TIMEOUT);
         Ok(WaitParams {
             session_id,
             condition,
             timeout,
+        })
+    }
+}
+
+/// Decode an optional `timeout` (seconds or a duration string), capped at 1 h.
+fn decode_timeout(value: Option<&Value>) -> Result<Option<Duration>, ErrorBody> {
+    let timeout = match value {
+        None | Some(Value::Null) => return Ok(None),
+        Some(v) => duration_from_json(v).map_err(ErrorBody::invalid)?,
+    };
+    if timeout > WAIT_MAX_TIMEOUT {
+        return Err(ErrorBody::invalid(format!(
+            "timeout is capped at {}s",
+            WAIT_MAX_TIMEOUT.as_secs()
+        )));
+    }
+    Ok(Some(timeout))
+}
+
+/// `sessions.watch` params.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatchParams {
+    /// Canonical session id.
+    pub session_id: String,
+    /// Stop after this long (at most 1 h); `None` runs until the session ends or the
+    /// caller disconnects.
+    pub timeout: Option<Duration>,
+}
+
+impl WatchParams {
+    fn decode(params: Value) -> Result<Self, ErrorBody> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Raw {
+            session_id: String,
+            timeout: Option<Value>,
+        }
+        let raw: Raw = decode(params)?;
+        Ok(WatchParams {
+            session_id: parse_session_id("session_id", &raw.session_id)?,
+            timeout: decode_timeout(raw.timeout.as_ref())?,
+        })
+    }
+}
+
+/// `sessions.events` params.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventsParams {
+    /// Canonical session id.
+    pub session_id: String,
+    /// Return entries with `seq` greater than this (default 0: everything).
+    pub since: u64,
+}
+
+impl EventsParams {
+    fn decode(params: Value) -> Result<Self, ErrorBody> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Raw {
+            session_id: String,
+            #[serde(default)]
+            since: u64,
+        }
+        let raw: Raw = decode(params)?;
+        Ok(EventsParams {
+            session_id: parse_session_id("session_id", &raw.session_id)?,
+            since: raw.since,
+        })
+    }
+}
+
+fn check_token(field: &str, value: &str, max: usize) -> Result<(), ErrorBody> {
+    let n = value.chars().count();
+    if n == 0 || n > max {
+        return Err(ErrorBody::invalid(format!(
+            "{field} must be 1..={max} characters, got {n}"
+        )));
+    }
+    if let Some(bad) = value
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '-')))
+    {
+        return Err(ErrorBody::invalid(format!(
+            "{field} {:?} has {bad:?}; it must match [A-Za-z0-9_.:-]",
+            truncate(value, 64)
+        )));
+    }
+    Ok(())
+}
+
+/// Validate an event name: 1..=128 chars of `[A-Za-z0-9_.:-]`.
+pub fn validate_event_name(name: &str) -> Result<(), ErrorBody> {
+    check_token("event", name, EVENT_NAME_MAX_CHARS)
+}
+
+/// Validate an agent type: 1..=64 chars of `[A-Za-z0-9_.:-]`, an opaque token.
+pub fn validate_agent_type(agent_type: &str) -> Result<(), ErrorBody> {
+    check_token("agent_type", agent_type, AGENT_TYPE_MAX_CHARS)
+}
+
+/// Validate a declaration `source`: 1..=128 chars, no control characters.
+pub fn validate_source(source: &str) -> Result<(), ErrorBody> {
+    let n = source.chars().count();
+    if n == 0 || n > SOURCE_MAX_CHARS || source.chars().any(char::is_control) {
+        return Err(ErrorBody::invalid(format!(
+            "source must be 1..={SOURCE_MAX_CHARS} characters with no control characters"
+        )));
+    }
+    Ok(())
+}
+
+/// Validate a `result` (≤ 16384 UTF-8 bytes).
+pub fn validate_result(result: &str) -> Result<(), ErrorBody> {
+    if result.len() > RESULT_MAX_BYTES {
+        return Err(ErrorBody::invalid(format!(
+            "result is {} bytes; the limit is {RESULT_MAX_BYTES}",
+            result.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Validate a `result_schema`: the supported subset, ≤ 16384 bytes.
+pub fn validate_result_schema(schema: &Value) -> Result<(), ErrorBody> {
+    let size = json_size(schema);
+    if size > RESULT_SCHEMA_MAX_BYTES {
+        return Err(ErrorBody::invalid(format!(
+            "result_schema is {size} bytes; the limit is {RESULT_SCHEMA_MAX_BYTES}"
+        )));
+    }
+    crate::schema::validate_schema(schema)
+        .map_err(|e| ErrorBody::invalid(format!("result_schema: {e}")))
+}
+
+/// A declaration: a fact an agent states and maxx stores verbatim.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Declaration {
+    /// `sessions.declare-state`: set the free-form status.
+    State {
+        /// New status.
+        state: String,
+        /// Optional note.
+        message: Option<String>,
+    },
+    /// `sessions.emit-event`
+    Event {
+        /// Event name.
+        event: String,
+        /// Structured payload.
+        payload: Option<Value>,
+        /// Optional note.
+        message: Option<String>,
+    },
+    /// `sessions.set-metadata`: one key.
+    SetMetadata {
+        /// Key.
+        key: String,
+        /// Any JSON value.
+        value: Value,
+    },
+    /// `sessions.remove-metadata`: absent keys are ignored.
+    RemoveMetadata {
+        /// Keys to remove (at least one).
+        keys: Vec<String>,
+    },
+    /// `sessions.clear-metadata`
+    ClearMetadata,
+    /// `sessions.set-state`: the displayed workflow state.
+    WorkflowState {
+        /// One of the fixed vocabulary.
+        state: WorkflowState,
+        /// Optional note.
+        message: Option<String>,
+    },
+    /// `sessions.set-summary`
+    Summary {
+        /// ≤ 1024 chars.
+        summary: String,
+    },
+    /// `sessions.set-result`
+    SetResult {
+        /// ≤ 16384 bytes; must satisfy the declared schema, if any.
+        result: String,
+    },
+    /// `sessions.clear-result`
+    ClearResult,
+    /// `sessions.set-result-schema`
+    SetResultSchema {
+        /// A validated schema of the supported subset.
+        schema: Value,
+    },
+    /// `sessions.clear-result-schema`
+    ClearResultSchema,
+    /// `sessions.set-agent-type`
+    AgentType {
+        /// Opaque token.
+        agent_type: String,
+    },
+}
+
+const DECLARATION_METHODS: &[&str] = &[
+    "sessions.declare-state",
+    "sessions.emit-event",
+    "sessions.set-metadata",
+    "sessions.remove-metadata",
+    "sessions.clear-metadata",
+    "sessions.set-state",
+    "sessions.set-summary",
+    "sessions.set-result",
+    "sessions.clear-result",
+    "sessions.set-result-schema",
+    "sessions.clear-result-schema",
+    "sessions.set-agent-type",
+];
+
+impl Declaration {
+    fn is_method(method: &str) -> bool {
+        DECLARATION_METHODS.contains(&method)
+    }
+
+    /// The wire method that carries this declaration.
+    pub fn method(&self) -> &'static str {
+        match self {
+            Declaration::State { .. } => "sessions.declare-state",
+            Declaration::Event { .. } => "sessions.emit-event",
+            Declaration::SetMetadata { .. } => "sessions.set-metadata",
+            Declaration::RemoveMetadata { .. } => "sessions.remove-metadata",
+            Declaration::ClearMetadata => "sessions.clear-metadata",
+            Declaration::WorkflowState { .. } => "sessions.set-state",
+            Declaration::Summary { .. } => "sessions.set-summary",
+            Declaration::SetResult { .. } => "sessions.set-result",
+            Declaration::ClearResult => "sessions.clear-result",
+            Declaration::SetResultSchema { .. } => "sessions.set-result-schema",
+            Declaration::ClearResultSchema => "sessions.clear-result-schema",
+            Declaration::AgentType { .. } => "sessions.set-agent-type",
+        }
+    }
+}
+
+/// Params of every declaration verb: the session, who declares, and what.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeclareParams {
+    /// Canonical session id.
+    pub session_id: String,
+    /// Agent-supplied source; the caller's policy source when absent.
+    pub source: Option<String>,
+    /// The declaration.
+    pub declaration: Declaration,
+}
+
+fn check_message(message: &Option<String>) -> Result<(), ErrorBody> {
+    if let Some(m) = message {
+        check_chars("message", m, MESSAGE_MAX_CHARS)?;
+    }
+    Ok(())
+}
+
+impl DeclareParams {
+    fn decode(method: &str, params: Value) -> Result<Self, ErrorBody> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Raw {
+            session_id: String,
+            source: Option<String>,
+            state: Option<String>,
+            message: Option<String>,
+            event: Option<String>,
+            payload: Option<Value>,
+            key: Option<String>,
+            keys: Option<Vec<String>>,
+            value: Option<Value>,
+            value_json: Option<String>,
+            summary: Option<String>,
+            result: Option<String>,
+            result_schema: Option<Value>,
+            agent_type: Option<String>,
+        }
+        let raw: Raw = decode(params)?;
+        let session_id = parse_session_id("session_id", &raw.session_id)?;
+        if let Some(s) = &raw.source {
+            validate_source(s)?;
+        }
+        check_message(&raw.message)?;
+        // Each verb takes only its own fields; anything else is a caller mistake.
+        let allowed: &[&str] = match method {
+            "sessions.declare-state" => &["state", "message"],
+            "sessions.emit-event" => &["event", "payload", "message"],
+            "sessions.set-metadata" => &["key", "value", "value_json"],
+            "sessions.remove-metadata" => &["key", "keys"],
+            "sessions.set-state" => &["state", "message"],
+            "sessions.set-summary" => &["summary"],
+            "sessions.set-result" => &["result"],
+            "sessions.set-result-schema" => &["result_schema"],
+            "sessions.set-agent-type" => &["agent_type"],
+            _ => &[],
+        };
+        let present: [(&str, bool); 12] = [
+            ("state", raw.state.is_some()),
+            ("message", raw.message.is_some()),
+            ("event", raw.event.is_some()),
+            ("payload", raw.payload.is_some()),
+            ("key", raw.key.is_some()),
+            ("keys", raw.keys.is_some()),
+            ("value", raw.value.is_some()),
+            ("value_json", raw.value_json.is_some()),
+            ("summary", raw.summary.is_some()),
+            ("result", raw.result.is_some()),
+            ("result_schema", raw.result_schema.is_some()),
+            ("agent_type", raw.agent_type.is_some()),
+        ];
+        if let Some((field, _)) = present.iter().find(|(f, set)| *set && !allowed.contains(f)) {
+            return Err(ErrorBody::invalid(format!(
+                "{method} does not take {field}"
+            )));
+        }
+        let missing = |field: &str| ErrorBody::invalid(format!("{method} requires {field}"));
+        let declaration = match method {
+            "sessions.declare-state" => {
+                let state = raw.state.ok_or_else(|| missing("state"))?;
+                validate_status(&state)?;
+                Declaration::State {
+                    state,
+                    message: raw.message,
+                }
+            }
+            "sessions.emit-event" => {
+                let event = raw.event.ok_or_else(|| missing("event"))?;
+                validate_event_name(&event)?;
+                if let Some(p) = &raw.payload {
+                    let size = json_size(p);
+                    if size > PAYLOAD_MAX_BYTES {
+                        return Err(ErrorBody::invalid(format!(
+                            "payload is {size} bytes; the limit is {PAYLOAD_MAX_BYTES}"
+                        )));
+                    }
+                }
+                Declaration::Event {
+                    event,
+                    payload: raw.payload,
+                    message: raw.message,
+                }
+            }
+            "sessions.set-metadata" => {
+                let key = raw.key.ok_or_else(|| missing("key"))?;
+                validate_metadata_key(&key)?;
+                let value = match (raw.value, raw.value_json) {
+                    (Some(v), None) => v,
+                    (None, Some(text)) => serde_json::from_str(&text).map_err(|e| {
+                        ErrorBody::invalid(format!("value_json is not valid JSON: {e}"))
+                    })?,
+                    _ => {
+                        return Err(ErrorBody::invalid(
+                            "sessions.set-metadata takes exactly one of value, value_json",
+                        ))
+                    }
+                };
+                validate_metadata_value(&key, &value)?;
+                Declaration::SetMetadata { key, value }
+            }
+            "sessions.remove-metadata" => {
+                let mut keys = raw.keys.unwrap_or_default();
+                keys.extend(raw.key);
+                if keys.is_empty() {
+                    return Err(missing("key or keys (at least one)"));
+                }
+                if keys.len() > METADATA_MAX_KEYS * 4 {
+                    return Err(ErrorBody::invalid("too many keys"));
+                }
+                for k in &keys {
+                    validate_metadata_key(k)?;
+                }
+                Declaration::RemoveMetadata { keys }
+            }
+            "sessions.clear-metadata" => Declaration::ClearMetadata,
+            "sessions.set-state" => {
+                let text = raw.state.ok_or_else(|| missing("state"))?;
+                let state = serde_json::from_value(Value::String(text.clone())).map_err(|_| {
+                    ErrorBody::invalid(format!(
+                        "state must be one of running, needsInput, blocked, complete, failed; got {:?}",
+                        truncate(&text, 64)
+                    ))
+                })?;
+                Declaration::WorkflowState {
+                    state,
+                    message: raw.message,
+                }
+            }
+            "sessions.set-summary" => {
+                let summary = raw.summary.ok_or_else(|| missing("summary"))?;
+                check_chars("summary", &summary, SUMMARY_MAX_CHARS)?;
+                Declaration::Summary { summary }
+            }
+            "sessions.set-result" => {
+                let result = raw.result.ok_or_else(|| missing("result"))?;
+                validate_result(&result)?;
+                Declaration::SetResult { result }
+            }
+            "sessions.clear-result" => Declaration::ClearResult,
+            "sessions.set-result-schema" => {
+                let schema = raw.result_schema.ok_or_else(|| missing("result_schema"))?;
+                validate_result_schema(&schema)?;
+                Declaration::SetResultSchema { schema }
+            }
+            "sessions.clear-result-schema" => Declaration::ClearResultSchema,
+            "sessions.set-agent-type" => {
+                let agent_type = raw.agent_type.ok_or_else(|| missing("agent_type"))?;
+                validate_agent_type(&agent_type)?;
+                Declaration::AgentType { agent_type }
+            }
+            other => {
+                return Err(ErrorBody::new(
+                    ErrorCode::UnknownMethod,
+                    format!("unknown method {other:?}"),
+                ))
+            }
+        };
+        Ok(DeclareParams {
+            session_id,
+            source: raw.source,
+            declaration,
         })
     }
 }

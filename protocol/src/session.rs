@@ -38,6 +38,12 @@ impl Lifecycle {
         matches!(self, Lifecycle::Closed | Lifecycle::Archived)
     }
 
+    /// Whether the run is over (the lifecycle left `running`): `watch` streams end and
+    /// `wait --state/--event` answer `ended`.
+    pub fn has_ended(self) -> bool {
+        self != Lifecycle::Running
+    }
+
     /// Whether the session still has a surface (PTY) to act on.
     pub fn has_surface(self) -> bool {
         matches!(self, Lifecycle::Running | Lifecycle::Exited)
@@ -122,6 +128,79 @@ pub struct SessionView {
     pub cols: u16,
     /// PTY height in rows.
     pub rows: u16,
+    /// Agent-declared workflow state (`set-state`), shown as a badge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow_state: Option<WorkflowState>,
+    /// When `workflow_state` was declared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow_state_at: Option<String>,
+    /// Who declared `workflow_state`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow_state_source: Option<String>,
+    /// Agent-declared one-line summary (`set-summary`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// When `summary` was declared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary_at: Option<String>,
+    /// Who declared `summary`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary_source: Option<String>,
+    /// Agent-declared result text (`set-result`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+    /// When `result` was declared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_at: Option<String>,
+    /// Who declared `result`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_source: Option<String>,
+    /// Declared contract every `set-result` must satisfy (`set-result-schema`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_schema: Option<Value>,
+    /// Agent-declared type, an opaque token (`set-agent-type`, `agent_type` at create).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_type: Option<String>,
+    /// When `agent_type` was declared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_type_at: Option<String>,
+    /// Who declared `agent_type`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_type_source: Option<String>,
+}
+
+/// The agent-declared workflow state (`workflow_state`): exactly one of `running`,
+/// `needsInput`, `blocked`, `complete`, `failed`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum WorkflowState {
+    /// `running`
+    #[serde(rename = "running")]
+    Running,
+    /// `needsInput`
+    #[serde(rename = "needsInput")]
+    NeedsInput,
+    /// `blocked`
+    #[serde(rename = "blocked")]
+    Blocked,
+    /// `complete`
+    #[serde(rename = "complete")]
+    Complete,
+    /// `failed`
+    #[serde(rename = "failed")]
+    Failed,
+}
+
+impl WorkflowState {
+    /// The wire string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkflowState::Running => "running",
+            WorkflowState::NeedsInput => "needsInput",
+            WorkflowState::Blocked => "blocked",
+            WorkflowState::Complete => "complete",
+            WorkflowState::Failed => "failed",
+        }
+    }
 }
 
 /// How a wait ended (`result.outcome`): `matched`, `timeout` or `ended`.

@@ -208,7 +208,7 @@ pub fn redact(mut v: Value) -> Value {
                 for (k, val) in map.iter_mut() {
                     let placeholder = match k.as_str() {
                         "session_id" | "surface_id" | "split_target" => Some("[id]"),
-                        "created_at" | "updated_at" => Some("[time]"),
+                        k if k.ends_with("_at") => Some("[time]"),
                         "cwd" => Some("[cwd]"),
                         "pid" if !val.is_null() => Some("[pid]"),
                         _ => None,

@@ -1,0 +1,49 @@
+//! Live-object counters for `daemon.stats`: how many sessions, connections, watchers and
+//! waiters exist right now. Tests use them to prove a disconnecting caller leaves nothing
+//! behind; operators use them to spot leaks.
+
+use serde::Serialize;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+/// Shared counters (one per daemon).
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Session actors alive.
+    pub sessions: AtomicI64,
+    /// Connections being served.
+    pub connections: AtomicI64,
+    /// `sessions.watch` subscriptions registered with session actors.
+    pub watchers: AtomicI64,
+    /// `sessions.wait` waiters registered with session actors.
+    pub waiters: AtomicI64,
+}
+
+/// A point-in-time copy, as `daemon.stats` reports it.
+#[derive(Debug, Clone, Serialize)]
+pub struct StatsSnapshot {
+    /// Session actors alive.
+    pub sessions: i64,
+    /// Connections being served (including the one asking).
+    pub connections: i64,
+    /// Live `sessions.watch` subscriptions.
+    pub watchers: i64,
+    /// Pending `sessions.wait` waiters.
+    pub waiters: i64,
+}
+
+impl Stats {
+    /// Read every counter.
+    pub fn snapshot(&self) -> StatsSnapshot {
+        StatsSnapshot {
+            sessions: self.sessions.load(Ordering::Relaxed),
+            connections: self.connections.load(Ordering::Relaxed),
+            watchers: self.watchers.load(Ordering::Relaxed),
+            waiters: self.waiters.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Add `n` (may be negative) to a counter.
+    pub fn add(counter: &AtomicI64, n: i64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+}
