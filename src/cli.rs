@@ -57,6 +57,94 @@ pub enum Command {
     Daemon(DaemonArgs),
     /// Create, inspect, drive and wait on sessions. Bare `maxx sessions` lists them.
     Sessions(SessionsCmd),
+    /// Follow or wait on the process-wide event stream (sessions, groups).
+    Stream(StreamCmd),
+    /// Declare structured events (`event emit` = `sessions emit-event`).
+    Event(EventCmd),
+}
+
+#[derive(Args, Debug)]
+pub struct StreamCmd {
+    #[command(subcommand)]
+    pub verb: StreamVerb,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct StreamFilterArgs {
+    /// Only this group's events.
+    #[arg(long)]
+    pub group: Option<String>,
+    /// Only this session's events.
+    #[arg(long, value_name = "SESSION_ID")]
+    pub session: Option<String>,
+    /// Only this surface's events.
+    #[arg(long, value_name = "SURFACE_ID")]
+    pub tab: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum StreamVerb {
+    /// Print events as NDJSON: a hello line, then one line per event (resumable with --since).
+    #[command(after_help = "Examples:\n  maxx stream watch --group release\n  \
+maxx stream watch --since 42 --timeout 10m")]
+    Watch {
+        #[command(flatten)]
+        filter: StreamFilterArgs,
+        /// Replay retained events after this cursor first.
+        #[arg(long)]
+        since: Option<u64>,
+        /// Stop after this long (at most 1h).
+        #[arg(long, value_parser = duration)]
+        timeout: Option<Duration>,
+    },
+    /// Block until an event, or until every group member meets a condition
+    /// (exit 0 matched, 1 ended, 124 timeout).
+    #[command(
+        after_help = "Examples:\n  maxx stream wait --group release --all exited --timeout 1h\n  \
+maxx stream wait --group release --all declared:complete\n  \
+maxx stream wait --session ID --event tests.green"
+    )]
+    Wait {
+        #[command(flatten)]
+        filter: StreamFilterArgs,
+        /// Wait for a new event with this name.
+        #[arg(long, conflicts_with = "all", required_unless_present = "all")]
+        event: Option<String>,
+        /// With --group: exited, idle or declared:<state>. An empty group matches at once.
+        #[arg(long)]
+        all: Option<String>,
+        /// Give up after this long (default 30s, at most 1h).
+        #[arg(long, value_parser = duration)]
+        timeout: Option<Duration>,
+    },
+}
+
+#[derive(Args, Debug)]
+pub struct EventCmd {
+    #[command(subcommand)]
+    pub verb: EventVerb,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum EventVerb {
+    /// Emit a structured event on a session.
+    #[command(
+        after_help = "Example:\n  maxx event emit --session ID --type declared.status --json '{\"step\":3,\"of\":7}'"
+    )]
+    Emit {
+        /// Session id.
+        #[arg(long, value_name = "SESSION_ID")]
+        session: String,
+        /// Event name.
+        #[arg(long = "type", value_name = "NAME")]
+        event_type: String,
+        /// JSON payload.
+        #[arg(long = "json", value_name = "JSON")]
+        payload: Option<String>,
+        /// Who declares it.
+        #[arg(long)]
+        source: Option<String>,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -67,6 +155,9 @@ pub struct DaemonArgs {
     /// Log level (error, warn, info, debug, trace); RUST_LOG overrides it.
     #[arg(long, default_value = "info", value_name = "LEVEL")]
     pub log_level: String,
+    /// Events the bus keeps for `stream watch --since` replay (oldest evicted first).
+    #[arg(long, default_value_t = maxx_protocol::limits::BUS_RETAINED_EVENTS, value_name = "N")]
+    pub bus_capacity: usize,
     /// Internal: this process is the detached daemon.
     #[arg(long, hide = true)]
     pub detached_child: bool,
@@ -184,6 +275,28 @@ maxx sessions wait ID --event pr.merged --since 12"
     ClearResultSchema(SourcedIdArgs),
     /// Declare the agent type, an opaque token.
     SetAgentType(SetAgentTypeArgs),
+    /// Join a group (no --group leaves the current one).
+    SetGroup(SetGroupArgs),
+    /// Set the parent edge (--parent "" detaches).
+    SetParent(SetParentArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct SetGroupArgs {
+    /// Session id.
+    pub session_id: String,
+    /// Group label; omit to leave.
+    #[arg(long)]
+    pub group: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct SetParentArgs {
+    /// Session id (the child).
+    pub session_id: String,
+    /// Parent session id, or "" to detach.
+    #[arg(long)]
+    pub parent: String,
 }
 
 #[derive(Args, Debug)]
@@ -351,6 +464,12 @@ pub struct ListArgs {
     /// KEY (present) or KEY=VALUE (equal, compared as a string); repeatable, all must hold.
     #[arg(long = "filter", value_name = "KEY[=VALUE]")]
     pub filters: Vec<String>,
+    /// Only members of this group.
+    #[arg(long)]
+    pub group: Option<String>,
+    /// Only children of this session.
+    #[arg(long, value_name = "SESSION_ID")]
+    pub parent: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -407,6 +526,12 @@ pub struct CreateArgs {
     /// Declare the result schema at create (JSON).
     #[arg(long)]
     pub result_schema: Option<String>,
+    /// Join this group.
+    #[arg(long)]
+    pub group: Option<String>,
+    /// Parent session id.
+    #[arg(long, value_name = "SESSION_ID")]
+    pub parent: Option<String>,
 }
 
 #[derive(Args, Debug)]

@@ -63,7 +63,12 @@ fn init_logging(level: &str, target: LogTarget) {
 
 /// Run the daemon in this process. With `detached`, log to the control dir and report
 /// readiness on `MAXX_READY_FD`.
-pub fn run_foreground(control_dir: PathBuf, log_level: &str, detached: bool) -> i32 {
+pub fn run_foreground(
+    control_dir: PathBuf,
+    log_level: &str,
+    detached: bool,
+    bus_capacity: usize,
+) -> i32 {
     let ready_fd: Option<OwnedFd> = if detached {
         std::env::var(READY_FD_ENV)
             .ok()
@@ -94,6 +99,7 @@ pub fn run_foreground(control_dir: PathBuf, log_level: &str, detached: bool) -> 
     let config = DaemonConfig {
         control_dir: control_dir.clone(),
         bin_dir,
+        bus_capacity,
     };
     let mut ready_fd = ready_fd;
     let result = runtime.block_on(async {
@@ -136,7 +142,11 @@ fn report_failure(ready_fd: Option<OwnedFd>, message: &str) -> i32 {
 }
 
 /// Start a detached daemon on `control_dir` and wait until it is ready.
-pub fn spawn_detached(control_dir: &Path, log_level: &str) -> Result<(), String> {
+pub fn spawn_detached(
+    control_dir: &Path,
+    log_level: &str,
+    bus_capacity: usize,
+) -> Result<(), String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find the maxx binary: {e}"))?;
     let (read_end, write_end) =
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
@@ -146,6 +156,8 @@ pub fn spawn_detached(control_dir: &Path, log_level: &str) -> Result<(), String>
         .arg("--log-level")
         .arg(log_level)
         .arg("--detached-child")
+        .arg("--bus-capacity")
+        .arg(bus_capacity.to_string())
         .env("MAXX_CONTROL_DIR", control_dir)
         .env(READY_FD_ENV, READY_FD.to_string())
         .stdin(Stdio::null())

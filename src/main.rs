@@ -41,34 +41,101 @@ fn run(cli: Cli) -> i32 {
         Command::Daemon(d) => daemon(&target, d),
         Command::Sessions(s) => {
             let verb = s.verb.unwrap_or(SessionsVerb::List(ListArgs::default()));
-            let (method, params, timeout) = match sessions_request(verb) {
-                Ok(r) => r,
-                Err(usage) => {
-                    eprintln!("error: {usage}");
-                    return 2;
+            let built = sessions_request(verb);
+            dispatch(&target, &cli.caller, cli.confirm, built)
+        }
+        Command::Stream(s) => dispatch(
+            &target,
+            &cli.caller,
+            cli.confirm,
+            Ok(stream_request(s.verb)),
+        ),
+        Command::Event(e) => {
+            let EventVerb::Emit {
+                session,
+                event_type,
+                payload,
+                source,
+            } = e.verb;
+            let built = (|| {
+                let mut p = Map::new();
+                p.insert("session_id".into(), json!(session));
+                p.insert("type".into(), json!(event_type));
+                if let Some(text) = payload {
+                    p.insert("payload".into(), parse_json("--json", &text)?);
                 }
-            };
-            if method == "sessions.watch" {
-                return watch(&target, params, &cli.caller, cli.confirm);
-            }
-            let autostart = method == "sessions.create";
-            let response = send(
-                &target,
-                method,
-                params,
-                &cli.caller,
-                cli.confirm,
-                timeout,
-                autostart,
-            );
-            report(method, response)
+                insert_opt(&mut p, "source", source);
+                Ok(("event.emit", Value::Object(p), CLIENT_TIMEOUT))
+            })();
+            dispatch(&target, &cli.caller, cli.confirm, built)
         }
     }
 }
 
+fn stream_filter(p: &mut Map<String, Value>, f: StreamFilterArgs) {
+    insert_opt(p, "group", f.group);
+    insert_opt(p, "session_id", f.session);
+    insert_opt(p, "surface_id", f.tab);
+}
+
+fn stream_request(verb: StreamVerb) -> (&'static str, Value, Duration) {
+    let mut p = Map::new();
+    match verb {
+        StreamVerb::Watch {
+            filter,
+            since,
+            timeout,
+        } => {
+            stream_filter(&mut p, filter);
+            if let Some(s) = since {
+                p.insert("since".into(), json!(s));
+            }
+            if let Some(t) = timeout {
+                p.insert("timeout".into(), json!(t.as_secs_f64()));
+            }
+            ("stream.watch", Value::Object(p), CLIENT_TIMEOUT)
+        }
+        StreamVerb::Wait {
+            filter,
+            event,
+            all,
+            timeout,
+        } => {
+            stream_filter(&mut p, filter);
+            insert_opt(&mut p, "event", event);
+            insert_opt(&mut p, "all", all);
+            let t = timeout.unwrap_or(maxx_protocol::limits::WAIT_DEFAULT_TIMEOUT);
+            p.insert("timeout".into(), json!(t.as_secs_f64()));
+            ("stream.wait", Value::Object(p), t + Duration::from_secs(15))
+        }
+    }
+}
+
+/// Send a built request (or report its usage error) and pick the exit code.
+fn dispatch(
+    target: &Target,
+    caller: &Option<String>,
+    confirm: bool,
+    built: Result<(&'static str, Value, Duration), String>,
+) -> i32 {
+    let (method, params, timeout) = match built {
+        Ok(r) => r,
+        Err(usage) => {
+            eprintln!("error: {usage}");
+            return 2;
+        }
+    };
+    if method == "sessions.watch" || method == "stream.watch" {
+        return watch(target, method, params, caller, confirm);
+    }
+    let autostart = method == "sessions.create";
+    let response = send(target, method, params, caller, confirm, timeout, autostart);
+    report(method, response)
+}
+
 fn daemon(target: &Target, d: DaemonArgs) -> i32 {
     if d.detach {
-        return match daemon_cmd::spawn_detached(&target.control_dir, &d.log_level) {
+        return match daemon_cmd::spawn_detached(&target.control_dir, &d.log_level, d.bus_capacity) {
             Ok(()) => 0,
             Err(e) => {
                 print_error(&ErrorBody::internal(e));
@@ -76,7 +143,12 @@ fn daemon(target: &Target, d: DaemonArgs) -> i32 {
             }
         };
     }
-    daemon_cmd::run_foreground(target.control_dir.clone(), &d.log_level, d.detached_child)
+    daemon_cmd::run_foreground(
+        target.control_dir.clone(),
+        &d.log_level,
+        d.detached_child,
+        d.bus_capacity,
+    )
 }
 
 fn send(
@@ -100,7 +172,11 @@ fn send(
     };
     match attempt() {
         Err(ClientError::NoDaemon(_)) if autostart => {
-            if let Err(e) = daemon_cmd::spawn_detached(&target.control_dir, "info") {
+            if let Err(e) = daemon_cmd::spawn_detached(
+                &target.control_dir,
+                "info",
+                maxx_protocol::limits::BUS_RETAINED_EVENTS,
+            ) {
                 return Err(ClientError::Failed(ErrorBody::internal(format!(
                     "no daemon was running and starting one failed: {e}"
                 ))));
@@ -113,29 +189,28 @@ fn send(
 
 /// Print a stream's lines as they arrive. Exit 0 when it ended or hit its timeout, 1 if
 /// the daemon refused it or dropped a watcher that fell behind.
-fn watch(target: &Target, params: Value, caller: &Option<String>, confirm: bool) -> i32 {
+fn watch(
+    target: &Target,
+    method: &str,
+    params: Value,
+    caller: &Option<String>,
+    confirm: bool,
+) -> i32 {
     use std::io::Write;
     let mut code = 0;
-    let result = client::stream_lines(
-        target,
-        "sessions.watch",
-        params,
-        caller.as_deref(),
-        confirm,
-        |line| {
-            if line.get("ok") == Some(&Value::Bool(false)) {
-                eprintln!("{line}");
-                code = EXIT_FAILED;
-                return;
-            }
-            if line["type"] == "end" && line["reason"] == "dropped" {
-                code = EXIT_FAILED;
-            }
-            let mut out = std::io::stdout().lock();
-            let _ = writeln!(out, "{line}");
-            let _ = out.flush();
-        },
-    );
+    let result = client::stream_lines(target, method, params, caller.as_deref(), confirm, |line| {
+        if line.get("ok") == Some(&Value::Bool(false)) {
+            eprintln!("{line}");
+            code = EXIT_FAILED;
+            return;
+        }
+        if (line["type"] == "end" && line["reason"] == "dropped") || line["type"] == "reset" {
+            code = EXIT_FAILED;
+        }
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{line}");
+        let _ = out.flush();
+    });
     match result {
         Ok(()) => code,
         Err(ClientError::NoDaemon(e)) => {
@@ -177,7 +252,7 @@ fn report(method: &str, response: Result<Response, ClientError>) -> i32 {
         "{}",
         serde_json::to_string(&response).unwrap_or_else(|_| "{}".into())
     );
-    if method == "sessions.wait" {
+    if method == "sessions.wait" || method == "stream.wait" {
         let outcome = response
             .result
             .as_ref()
@@ -278,6 +353,8 @@ fn sessions_request(verb: SessionsVerb) -> Result<(&'static str, Value, Duration
                 p.insert("rows".into(), json!(v));
             }
             insert_opt(&mut p, "agent_type", a.agent_type);
+            insert_opt(&mut p, "group", a.group);
+            insert_opt(&mut p, "parent", a.parent);
             if let Some(schema) = a.result_schema {
                 p.insert(
                     "result_schema".into(),
@@ -302,6 +379,8 @@ fn sessions_request(verb: SessionsVerb) -> Result<(&'static str, Value, Duration
                     .collect();
                 p.insert("metadata_filter".into(), Value::Array(filters));
             }
+            insert_opt(&mut p, "group", a.group);
+            insert_opt(&mut p, "parent", a.parent);
             "sessions.list"
         }
         SessionsVerb::Watch(a) => {
@@ -380,6 +459,16 @@ fn sessions_request(verb: SessionsVerb) -> Result<(&'static str, Value, Duration
         SessionsVerb::ClearResultSchema(a) => {
             declare(&mut p, a.session_id, a.source);
             "sessions.clear-result-schema"
+        }
+        SessionsVerb::SetGroup(a) => {
+            p.insert("session_id".into(), json!(a.session_id));
+            insert_opt(&mut p, "group", a.group);
+            "sessions.set-group"
+        }
+        SessionsVerb::SetParent(a) => {
+            p.insert("session_id".into(), json!(a.session_id));
+            p.insert("parent".into(), json!(a.parent));
+            "sessions.set-parent"
         }
         SessionsVerb::SetAgentType(a) => {
             declare(&mut p, a.session_id, a.source);

@@ -4,3 +4,4 @@
 mod common;
 mod declarations;
 mod spine;
+mod stream;

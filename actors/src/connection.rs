@@ -5,6 +5,7 @@
 //! This is the JSON edge: nothing behind it sees a JSON string. No input can panic it;
 //! every rejection is a typed error and changes nothing.
 
+use crate::bus::{subscriber_queue, BusMsg, Delivered};
 use crate::control_dir::constant_time_eq;
 use crate::registry::{RegistryMsg, Resolved};
 use crate::session::{new_id, SessionActor, SessionArgs, SessionMsg, SpawnContext, WatchLine};
@@ -13,9 +14,12 @@ use crate::stats::Stats;
 use maxx_protocol::error::{ErrorBody, ErrorCode};
 use maxx_protocol::limits::{REQUEST_LINE_MAX_BYTES, REQUEST_READ_TIMEOUT, WATCH_BUFFER};
 use maxx_protocol::request::{
-    ActionKind, ActionParams, Call, CreateParams, WaitParams, WatchParams,
+    ActionKind, ActionParams, Call, CreateParams, StreamWaitFor, StreamWaitParams,
+    StreamWatchParams, WaitParams, WatchParams,
 };
+use maxx_protocol::session::Outcome;
 use maxx_protocol::session::SessionView;
+use maxx_protocol::stream::{StreamEvent, STREAM_SCHEMA};
 use maxx_protocol::{RequestEnvelope, Response};
 use ractor::rpc::CallResult;
 use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, Message, RpcReplyPort};
@@ -41,6 +45,10 @@ pub struct DaemonContext {
     pub token: String,
     /// The session table.
     pub registry: ActorRef<RegistryMsg>,
+    /// The event bus.
+    pub bus: ActorRef<BusMsg>,
+    /// How many events the bus retains (sizes stream queues).
+    pub bus_capacity: usize,
     /// Parent of new session actors.
     pub session_supervisor: ActorCell,
     /// Facts for building a child's environment.
@@ -171,6 +179,10 @@ async fn serve(stream: &mut UnixStream, ctx: &DaemonContext) -> Option<Response>
             Ok(()) => return None,
             Err(e) => Err(e),
         },
+        Call::StreamWatch(p) => match stream_watch(p, ctx, stream).await {
+            Ok(()) => return None,
+            Err(e) => Err(e),
+        },
         other => route(other, &caller, ctx).await,
     };
     Some(
@@ -283,7 +295,7 @@ async fn route(call: Call, caller: &str, ctx: &DaemonContext) -> Result<Value, E
         Call::List(p) => {
             let sessions = ask(
                 &ctx.registry,
-                |reply| RegistryMsg::List(p.metadata_filter, reply),
+                |reply| RegistryMsg::List(p, reply),
                 ACTOR_CALL_TIMEOUT,
             )
             .await?;
@@ -318,7 +330,40 @@ async fn route(call: Call, caller: &str, ctx: &DaemonContext) -> Result<Value, E
             Ok(json!({ "session_id": p.session_id, "events": events }))
         }
         Call::Stats => Ok(json!(ctx.spawn.stats.snapshot())),
-        Call::Watch(_) => Err(ErrorBody::internal("watch is served as a stream")),
+        Call::Watch(_) | Call::StreamWatch(_) => {
+            Err(ErrorBody::internal("watch is served as a stream"))
+        }
+        Call::SetGroup { session_id, group } => {
+            let actor = session_actor(ctx, &session_id).await?;
+            ask(
+                &actor,
+                |r| SessionMsg::SetGroup(group, r),
+                ACTOR_CALL_TIMEOUT,
+            )
+            .await
+            .map(session_result)
+        }
+        Call::SetParent { session_id, parent } => {
+            let actor = session_actor(ctx, &session_id).await?;
+            ask(
+                &ctx.registry,
+                |reply| RegistryMsg::ValidateParent {
+                    child: session_id.clone(),
+                    parent: parent.clone(),
+                    reply,
+                },
+                ACTOR_CALL_TIMEOUT,
+            )
+            .await??;
+            ask(
+                &actor,
+                |r| SessionMsg::SetParent(parent, r),
+                ACTOR_CALL_TIMEOUT,
+            )
+            .await
+            .map(session_result)
+        }
+        Call::StreamWait(p) => stream_wait(p, ctx).await,
         Call::Update(p) => {
             let actor = session_actor(ctx, &p.session_id).await?;
             ask(
@@ -490,6 +535,172 @@ async fn watch(
     Ok(())
 }
 
+/// Subscribe to the bus; returns the hello and the queue events arrive on.
+async fn subscribe(
+    ctx: &DaemonContext,
+    filter: maxx_protocol::stream::StreamFilter,
+    since: Option<u64>,
+) -> Result<(crate::bus::Hello, mpsc::Receiver<Delivered>), ErrorBody> {
+    let (tx, rx) = mpsc::channel(subscriber_queue(ctx.bus_capacity));
+    let hello = ask(
+        &ctx.bus,
+        |reply| BusMsg::Subscribe {
+            filter,
+            since,
+            tx,
+            reply,
+        },
+        ACTOR_CALL_TIMEOUT,
+    )
+    .await?;
+    Ok((hello, rx))
+}
+
+/// Whether a session's run is over; `not_found` if there is no such session.
+async fn run_ended(ctx: &DaemonContext, id: &str) -> Result<bool, ErrorBody> {
+    let view = ask(
+        &ctx.registry,
+        |r| RegistryMsg::Get(id.to_string(), r),
+        ACTOR_CALL_TIMEOUT,
+    )
+    .await?;
+    view.map(|v| v.lifecycle.has_ended())
+        .ok_or_else(|| ErrorBody::no_session(id))
+}
+
+/// Whether an event ends the run of its session.
+fn ends_run(e: &StreamEvent) -> bool {
+    e.kind == "lifecycle" && matches!(e.name.as_deref(), Some("exited" | "closed" | "archived"))
+}
+
+/// `stream.watch`: a hello line `{type: hello, schema, cursor, reset?, dropped_through?}`,
+/// then `{type: event, event}` lines, and `{type: end}` when a single-session stream's
+/// session ends. A subscriber that falls a whole queue behind gets `{type: reset,
+/// reason: slow_consumer, resume_since}` and `{type: end}`.
+async fn stream_watch(
+    p: StreamWatchParams,
+    ctx: &DaemonContext,
+    stream: &mut UnixStream,
+) -> Result<(), ErrorBody> {
+    let single = p.filter.session_id.clone();
+    if let Some(id) = &single {
+        run_ended(ctx, id).await?;
+    }
+    let (hello, mut rx) = subscribe(ctx, p.filter, p.since).await?;
+    let mut first = json!({"type": "hello", "schema": STREAM_SCHEMA, "cursor": hello.cursor});
+    if hello.reset {
+        first["reset"] = json!(true);
+        first["dropped_through"] = json!(hello.dropped_through);
+    }
+    // Checked after subscribing, so an end cannot slip between the check and the stream:
+    // a single-session stream whose session already ended replays, then ends.
+    let ended_already = match &single {
+        Some(id) => run_ended(ctx, id).await.unwrap_or(true),
+        None => false,
+    };
+    let deadline = p.timeout.map(|t| tokio::time::Instant::now() + t);
+    let (read_half, mut write_half) = stream.split();
+    let gone = peer_closed(read_half.as_ref());
+    tokio::pin!(gone);
+    let mut out = line(&first);
+    let mut last_cursor = hello.cursor;
+    loop {
+        if write_half.write_all(&out).await.is_err() {
+            break;
+        }
+        if ended_already && rx.is_empty() {
+            let _ = write_half.write_all(&line(&json!({"type": "end"}))).await;
+            break;
+        }
+        let next = tokio::select! {
+            item = rx.recv() => item,
+            _ = async { tokio::time::sleep_until(deadline.unwrap()).await }, if deadline.is_some() => {
+                let _ = write_half.write_all(&line(&json!({"type": "end", "reason": "timeout"}))).await;
+                break;
+            }
+            _ = &mut gone => break,
+        };
+        match next {
+            Some(event) => {
+                last_cursor = last_cursor.max(event.cursor);
+                let mut bytes = line(&json!({"type": "event", "event": &*event}));
+                if single.is_some() && ends_run(&event) {
+                    bytes.extend(line(&json!({"type": "end"})));
+                    let _ = write_half.write_all(&bytes).await;
+                    break;
+                }
+                out = bytes;
+            }
+            None => {
+                // The bus dropped us: our queue was full.
+                let mut bytes = line(&json!({
+                    "type": "reset", "reason": "slow_consumer", "resume_since": last_cursor
+                }));
+                bytes.extend(line(&json!({"type": "end"})));
+                let _ = write_half.write_all(&bytes).await;
+                break;
+            }
+        }
+    }
+    let _ = ctx.bus.cast(BusMsg::Unsubscribe(hello.id));
+    Ok(())
+}
+
+/// `stream.wait`: `--event` (edge-triggered on the bus) or `--group G --all C` (the
+/// registry's exact group counters). One response: outcome, and the event or members.
+async fn stream_wait(p: StreamWaitParams, ctx: &DaemonContext) -> Result<Value, ErrorBody> {
+    match p.wait_for {
+        StreamWaitFor::All(condition) => {
+            let group = p.filter.group.clone().unwrap_or_default();
+            let answer = ask(
+                &ctx.registry,
+                |reply| RegistryMsg::GroupWait {
+                    group: group.clone(),
+                    condition,
+                    timeout: p.timeout,
+                    reply,
+                },
+                p.timeout + ACTOR_CALL_TIMEOUT,
+            )
+            .await?;
+            Ok(json!({"outcome": answer.outcome, "group": group, "members": answer.members}))
+        }
+        StreamWaitFor::Event(name) => {
+            let single = p.filter.session_id.clone();
+            if let Some(id) = &single {
+                run_ended(ctx, id).await?;
+            }
+            let (hello, mut rx) = subscribe(ctx, p.filter, None).await?;
+            let deadline = tokio::time::Instant::now() + p.timeout;
+            let ended = match &single {
+                Some(id) => run_ended(ctx, id).await.unwrap_or(true),
+                None => false,
+            };
+            let result = loop {
+                if ended && rx.is_empty() {
+                    break json!({"outcome": Outcome::Ended});
+                }
+                let event = tokio::select! {
+                    e = rx.recv() => e,
+                    _ = tokio::time::sleep_until(deadline) => break json!({"outcome": Outcome::Timeout}),
+                };
+                match event {
+                    Some(e) if e.kind == "event" && e.name.as_deref() == Some(name.as_str()) => {
+                        break json!({"outcome": Outcome::Matched, "stream_event": &*e});
+                    }
+                    Some(e) if single.is_some() && ends_run(&e) => {
+                        break json!({"outcome": Outcome::Ended});
+                    }
+                    Some(_) => continue,
+                    None => break json!({"outcome": Outcome::Ended, "reason": "slow_consumer"}),
+                }
+            };
+            let _ = ctx.bus.cast(BusMsg::Unsubscribe(hello.id));
+            Ok(result)
+        }
+    }
+}
+
 fn line(value: &Value) -> Vec<u8> {
     let mut bytes = serde_json::to_vec(value).unwrap_or_default();
     bytes.push(b'\n');
@@ -501,6 +712,17 @@ async fn create(
     caller: &str,
     ctx: &DaemonContext,
 ) -> Result<SessionView, ErrorBody> {
+    if let Some(parent) = &params.parent {
+        let known = ask(
+            &ctx.registry,
+            |r| RegistryMsg::Resolve(parent.clone(), r),
+            ACTOR_CALL_TIMEOUT,
+        )
+        .await?;
+        if known.is_none() {
+            return Err(ErrorBody::no_session(parent));
+        }
+    }
     if let Some(target) = &params.split_target {
         let resolved: Option<Resolved> = ask(
             &ctx.registry,
@@ -538,6 +760,7 @@ async fn create(
         registry: ctx.registry.clone(),
         spawn: ctx.spawn.clone(),
         caller: caller.to_string(),
+        bus: ctx.bus.clone(),
     };
     let (actor, _) = Actor::spawn_linked(
         Some(format!("{SESSION_ACTOR_PREFIX}{session_id}")),

@@ -19,6 +19,8 @@ pub struct DaemonConfig {
     pub control_dir: PathBuf,
     /// Folder of the `maxx` binary, put first on every child's `PATH`.
     pub bin_dir: Option<PathBuf>,
+    /// Events the bus retains for `since` replay.
+    pub bus_capacity: usize,
 }
 
 /// Why the daemon could not start or stopped abnormally.
@@ -103,6 +105,7 @@ pub async fn run(
             token,
             spawn,
             default_cwd,
+            bus_capacity: config.bus_capacity,
         },
     )
     .await

@@ -18,6 +18,7 @@
 //!
 //! Entry point: [`daemon::run`]. Control dir checks: [`control_dir`].
 
+pub mod bus;
 pub mod connection;
 pub mod control_dir;
 pub mod daemon;

@@ -4,11 +4,17 @@
 //! visit 1,000 actors.
 
 use crate::session::SessionMsg;
-use maxx_protocol::request::MetadataFilter;
-use maxx_protocol::session::{Lifecycle, SessionView};
+use crate::stats::Stats;
+use maxx_protocol::error::ErrorBody;
+use maxx_protocol::request::ListParams;
+use maxx_protocol::session::{Lifecycle, Outcome, SessionView, WorkflowState};
+use maxx_protocol::stream::AllCondition;
 use maxx_protocol::time::now_rfc3339;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
-use std::collections::HashMap;
+use serde::Serialize;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
 
 /// Messages the registry handles.
 pub enum RegistryMsg {
@@ -35,7 +41,29 @@ pub enum RegistryMsg {
     /// One record.
     Get(String, RpcReplyPort<Option<SessionView>>),
     /// Every record matching all filters, in creation order.
-    List(Vec<MetadataFilter>, RpcReplyPort<Vec<SessionView>>),
+    List(ListParams, RpcReplyPort<Vec<SessionView>>),
+    /// Check a parent edge (exists, not self, no cycle) and reserve it.
+    ValidateParent {
+        /// The child.
+        child: String,
+        /// The proposed parent; `None` detaches (always valid).
+        parent: Option<String>,
+        /// Answer.
+        reply: RpcReplyPort<Result<(), ErrorBody>>,
+    },
+    /// `stream.wait --group G --all C`.
+    GroupWait {
+        /// The group.
+        group: String,
+        /// The condition every member must meet.
+        condition: AllCondition,
+        /// Give up after this long.
+        timeout: Duration,
+        /// Answer.
+        reply: RpcReplyPort<GroupAnswer>,
+    },
+    /// A group wait's timer fired.
+    GroupWaitExpired(u64),
     /// The actor and lifecycle of a session, to route a request to it.
     Resolve(String, RpcReplyPort<Option<Resolved>>),
     /// The actor owning a surface.
@@ -55,18 +83,171 @@ struct Entry {
     actor: Option<ActorRef<SessionMsg>>,
 }
 
+/// One member as a group wait reports it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Member {
+    /// Session id.
+    pub session_id: String,
+    /// Its lifecycle.
+    pub lifecycle: Lifecycle,
+    /// Its declared workflow state.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workflow_state: Option<WorkflowState>,
+    /// Its exit code, once exited.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// Its killing signal, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_signal: Option<String>,
+}
+
+/// The answer to a group wait.
+#[derive(Debug, Clone)]
+pub struct GroupAnswer {
+    /// matched or timeout.
+    pub outcome: Outcome,
+    /// The members when it was answered.
+    pub members: Vec<Member>,
+}
+
+/// Counters that make a group condition O(1) to check, kept exact on every update.
+#[derive(Debug, Default)]
+struct GroupIndex {
+    members: BTreeSet<String>,
+    /// Members whose lifecycle is `running`.
+    running: usize,
+    /// Members per declared workflow state.
+    declared: HashMap<WorkflowState, usize>,
+}
+
+impl GroupIndex {
+    fn apply(&mut self, view: &SessionView, sign: i64) {
+        let bump = |n: &mut usize| *n = (*n as i64 + sign).max(0) as usize;
+        if sign > 0 {
+            self.members.insert(view.session_id.clone());
+        } else {
+            self.members.remove(&view.session_id);
+        }
+        if view.lifecycle == Lifecycle::Running {
+            bump(&mut self.running);
+        }
+        if let Some(ws) = view.workflow_state {
+            bump(self.declared.entry(ws).or_default());
+        }
+    }
+
+    fn satisfied(&self, condition: &AllCondition) -> bool {
+        let declared = |s: WorkflowState| self.declared.get(&s).copied().unwrap_or(0);
+        match condition {
+            AllCondition::Exited => self.running == 0,
+            AllCondition::Idle => declared(WorkflowState::Running) == 0,
+            AllCondition::Declared(s) => declared(*s) == self.members.len(),
+        }
+    }
+}
+
+struct GroupWaiter {
+    id: u64,
+    group: String,
+    condition: AllCondition,
+    reply: RpcReplyPort<GroupAnswer>,
+}
+
 /// Registry state.
-#[derive(Default)]
 pub struct RegistryState {
+    stats: Arc<Stats>,
     sessions: HashMap<String, Entry>,
     /// Session ids in creation order.
     order: Vec<String>,
     /// surface_id → session_id.
     surfaces: HashMap<String, String>,
     focused: Option<String>,
+    groups: HashMap<String, GroupIndex>,
+    group_waiters: Vec<GroupWaiter>,
+    next_waiter: u64,
 }
 
 impl RegistryState {
+    /// Move a record's contribution from its old group to its new one.
+    fn index(&mut self, old: Option<&SessionView>, new: Option<&SessionView>) {
+        if let Some(old) = old {
+            if let Some(g) = &old.group {
+                if let Some(idx) = self.groups.get_mut(g) {
+                    idx.apply(old, -1);
+                    if idx.members.is_empty() {
+                        self.groups.remove(g);
+                    }
+                }
+            }
+        }
+        if let Some(new) = new {
+            if let Some(g) = &new.group {
+                self.groups.entry(g.clone()).or_default().apply(new, 1);
+            }
+        }
+    }
+
+    fn members(&self, group: &str) -> Vec<Member> {
+        let Some(idx) = self.groups.get(group) else {
+            return Vec::new();
+        };
+        idx.members
+            .iter()
+            .filter_map(|id| self.sessions.get(id))
+            .map(|e| Member {
+                session_id: e.view.session_id.clone(),
+                lifecycle: e.view.lifecycle,
+                workflow_state: e.view.workflow_state,
+                exit_code: e.view.exit_code,
+                exit_signal: e.view.exit_signal.clone(),
+            })
+            .collect()
+    }
+
+    /// Whether `group` meets `condition`. An empty (or unknown) group meets every
+    /// condition: "every member" of no members holds.
+    fn group_satisfied(&self, group: &str, condition: &AllCondition) -> bool {
+        self.groups
+            .get(group)
+            .is_none_or(|idx| idx.satisfied(condition))
+    }
+
+    /// Answer every group waiter on `group` whose condition now holds.
+    fn settle_group(&mut self, group: &str) {
+        if !self.group_waiters.iter().any(|w| w.group == group) {
+            return;
+        }
+        let waiters = std::mem::take(&mut self.group_waiters);
+        for w in waiters {
+            if w.group == group && self.group_satisfied(group, &w.condition) {
+                Stats::add(&self.stats.waiters, -1);
+                let _ = w.reply.send(GroupAnswer {
+                    outcome: Outcome::Matched,
+                    members: self.members(group),
+                });
+            } else {
+                self.group_waiters.push(w);
+            }
+        }
+    }
+
+    /// Whether making `parent` the parent of `child` would close a cycle.
+    fn would_cycle(&self, child: &str, parent: &str) -> bool {
+        let mut cursor = Some(parent.to_string());
+        let mut steps = 0;
+        while let Some(id) = cursor {
+            if id == child || steps > self.sessions.len() {
+                return true;
+            }
+            steps += 1;
+            cursor = self
+                .sessions
+                .get(&id)
+                .and_then(|e| e.view.parent_id.clone());
+        }
+        false
+    }
+
     /// Move focus to `id`, telling the previously focused session it lost it.
     fn focus(&mut self, id: String) {
         if let Some(prev) = self.focused.take() {
@@ -94,19 +275,28 @@ pub struct RegistryActor;
 impl Actor for RegistryActor {
     type Msg = RegistryMsg;
     type State = RegistryState;
-    type Arguments = ();
+    type Arguments = Arc<Stats>;
 
     async fn pre_start(
         &self,
         _myself: ActorRef<RegistryMsg>,
-        _args: (),
+        stats: Arc<Stats>,
     ) -> Result<RegistryState, ActorProcessingErr> {
-        Ok(RegistryState::default())
+        Ok(RegistryState {
+            stats,
+            sessions: HashMap::new(),
+            order: Vec::new(),
+            surfaces: HashMap::new(),
+            focused: None,
+            groups: HashMap::new(),
+            group_waiters: Vec::new(),
+            next_waiter: 0,
+        })
     }
 
     async fn handle(
         &self,
-        _myself: ActorRef<RegistryMsg>,
+        myself: ActorRef<RegistryMsg>,
         msg: RegistryMsg,
         state: &mut RegistryState,
     ) -> Result<(), ActorProcessingErr> {
@@ -114,6 +304,8 @@ impl Actor for RegistryActor {
             RegistryMsg::Register { view, actor, focus } => {
                 let id = view.session_id.clone();
                 state.surfaces.insert(view.surface_id.clone(), id.clone());
+                state.index(None, Some(&view));
+                let group = view.group.clone();
                 if state
                     .sessions
                     .insert(
@@ -130,16 +322,93 @@ impl Actor for RegistryActor {
                 if focus {
                     state.focus(id);
                 }
+                if let Some(g) = group {
+                    state.settle_group(&g);
+                }
             }
             RegistryMsg::Updated(view) => {
-                if let Some(entry) = state.sessions.get_mut(&view.session_id) {
-                    if entry.view.surface_id != view.surface_id {
-                        state.surfaces.remove(&entry.view.surface_id);
-                        state
-                            .surfaces
-                            .insert(view.surface_id.clone(), view.session_id.clone());
+                let Some(entry) = state.sessions.get_mut(&view.session_id) else {
+                    return Ok(());
+                };
+                let old = std::mem::replace(&mut entry.view, *view);
+                let new = entry.view.clone();
+                if old.surface_id != new.surface_id {
+                    state.surfaces.remove(&old.surface_id);
+                    state
+                        .surfaces
+                        .insert(new.surface_id.clone(), new.session_id.clone());
+                }
+                state.index(Some(&old), Some(&new));
+                for g in [old.group, new.group].into_iter().flatten() {
+                    state.settle_group(&g);
+                }
+            }
+            RegistryMsg::ValidateParent {
+                child,
+                parent,
+                reply,
+            } => {
+                let result = match &parent {
+                    None => Ok(()),
+                    Some(p) if *p == child => {
+                        Err(ErrorBody::invalid("a session cannot be its own parent"))
                     }
-                    entry.view = *view;
+                    Some(p) if !state.sessions.contains_key(p) => Err(ErrorBody::no_session(p)),
+                    Some(p) if state.would_cycle(&child, p) => Err(ErrorBody::invalid(format!(
+                        "making {p} the parent of {child} would form a cycle"
+                    ))),
+                    Some(_) => Ok(()),
+                };
+                if result.is_ok() {
+                    match state.sessions.get_mut(&child) {
+                        // Reserve the edge now so a concurrent request sees it.
+                        Some(entry) => entry.view.parent_id = parent,
+                        None => {
+                            let _ = reply.send(Err(ErrorBody::no_session(&child)));
+                            return Ok(());
+                        }
+                    }
+                }
+                let _ = reply.send(result);
+            }
+            RegistryMsg::GroupWait {
+                group,
+                condition,
+                timeout,
+                reply,
+            } => {
+                if state.group_satisfied(&group, &condition) {
+                    let _ = reply.send(GroupAnswer {
+                        outcome: Outcome::Matched,
+                        members: state.members(&group),
+                    });
+                    return Ok(());
+                }
+                let before = state.group_waiters.len();
+                state.group_waiters.retain(|w| !w.reply.is_closed());
+                Stats::add(
+                    &state.stats.waiters,
+                    state.group_waiters.len() as i64 - before as i64 + 1,
+                );
+                state.next_waiter += 1;
+                let id = state.next_waiter;
+                state.group_waiters.push(GroupWaiter {
+                    id,
+                    group,
+                    condition,
+                    reply,
+                });
+                myself.send_after(timeout, move || RegistryMsg::GroupWaitExpired(id));
+            }
+            RegistryMsg::GroupWaitExpired(id) => {
+                if let Some(pos) = state.group_waiters.iter().position(|w| w.id == id) {
+                    let w = state.group_waiters.swap_remove(pos);
+                    Stats::add(&state.stats.waiters, -1);
+                    let members = state.members(&w.group);
+                    let _ = w.reply.send(GroupAnswer {
+                        outcome: Outcome::Timeout,
+                        members,
+                    });
                 }
             }
             RegistryMsg::Focus(id) => {
@@ -163,15 +432,22 @@ impl Actor for RegistryActor {
             RegistryMsg::Get(id, reply) => {
                 let _ = reply.send(state.view(&id));
             }
-            RegistryMsg::List(filters, reply) => {
+            RegistryMsg::List(p, reply) => {
                 let all = state
                     .order
                     .iter()
                     .filter(|id| {
-                        state
-                            .sessions
-                            .get(*id)
-                            .is_some_and(|e| filters.iter().all(|f| f.matches(&e.view.metadata)))
+                        state.sessions.get(*id).is_some_and(|e| {
+                            p.metadata_filter
+                                .iter()
+                                .all(|f| f.matches(&e.view.metadata))
+                                && p.group
+                                    .as_ref()
+                                    .is_none_or(|g| e.view.group.as_ref() == Some(g))
+                                && p.parent
+                                    .as_ref()
+                                    .is_none_or(|par| e.view.parent_id.as_ref() == Some(par))
+                        })
                     })
                     .filter_map(|id| state.view(id))
                     .collect();

@@ -3,6 +3,7 @@
 //! spine: if one of them fails, the daemon cannot vouch for its state any more, so the
 //! root stops, `maxx daemon` exits non-zero and its sessions are hung up.
 
+use crate::bus::BusActor;
 use crate::connection::DaemonContext;
 use crate::listener::{Listener, ListenerArgs};
 use crate::registry::RegistryActor;
@@ -26,6 +27,8 @@ pub struct RootArgs {
     pub spawn: Arc<SpawnContext>,
     /// Default cwd of new sessions.
     pub default_cwd: PathBuf,
+    /// Events the bus retains.
+    pub bus_capacity: usize,
 }
 
 /// No messages besides supervision events.
@@ -45,8 +48,20 @@ impl Actor for RootSupervisor {
         args: RootArgs,
     ) -> Result<RootState, ActorProcessingErr> {
         let cell = myself.get_cell();
-        let (registry, _) =
-            Actor::spawn_linked(Some("registry".into()), RegistryActor, (), cell.clone()).await?;
+        let (registry, _) = Actor::spawn_linked(
+            Some("registry".into()),
+            RegistryActor,
+            args.spawn.stats.clone(),
+            cell.clone(),
+        )
+        .await?;
+        let (bus, _) = Actor::spawn_linked(
+            Some("bus".into()),
+            BusActor,
+            (args.bus_capacity, args.spawn.stats.clone()),
+            cell.clone(),
+        )
+        .await?;
         let (sessions, _) = Actor::spawn_linked(
             Some("sessions".into()),
             SessionSupervisor,
@@ -57,6 +72,8 @@ impl Actor for RootSupervisor {
         let ctx = Arc::new(DaemonContext {
             token: args.token,
             registry,
+            bus,
+            bus_capacity: args.bus_capacity,
             session_supervisor: sessions.get_cell(),
             spawn: args.spawn,
             default_cwd: args.default_cwd,

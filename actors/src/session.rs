@@ -9,6 +9,7 @@
 //! its pidfd (`exited`, with code or signal), `closed` once a caller closes the surface.
 //! Nothing here looks at output to decide anything.
 
+use crate::bus::BusMsg;
 use crate::control_dir::constant_time_eq;
 use crate::pty::{ExitInfo, Pty, PumpEvent, SpawnSpec};
 use crate::registry::RegistryMsg;
@@ -20,6 +21,7 @@ use maxx_protocol::request::{
     ActionKind, ActionParams, CreateParams, Declaration, InterruptSignal, WaitCondition,
 };
 use maxx_protocol::session::{Lifecycle, Outcome, SessionView};
+use maxx_protocol::stream::{SourceKind, StreamEvent, STREAM_SCHEMA};
 use maxx_protocol::time::now_rfc3339;
 use nix::sys::signal::Signal;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
@@ -54,6 +56,8 @@ pub struct SessionArgs {
     pub spawn: Arc<SpawnContext>,
     /// The policy source of the creating request (source of create-time declarations).
     pub caller: String,
+    /// The event bus.
+    pub bus: ActorRef<BusMsg>,
 }
 
 /// A wait's answer.
@@ -133,6 +137,10 @@ pub enum SessionMsg {
     },
     /// A watcher ended (timeout or disconnect).
     Unwatch(u64),
+    /// `sessions.set-group`: join `group`, or leave with `None`.
+    SetGroup(Option<String>, RpcReplyPort<SessionView>),
+    /// `sessions.set-parent` (already validated by the registry).
+    SetParent(Option<String>, RpcReplyPort<SessionView>),
     /// Another session took focus.
     Unfocused,
     /// `sessions.register-current`: check the per-surface proof.
@@ -178,6 +186,7 @@ pub struct SessionState {
     /// Ids for waiters and watchers.
     next_id: u64,
     registry: ActorRef<RegistryMsg>,
+    bus: ActorRef<BusMsg>,
     stats: Arc<Stats>,
 }
 
@@ -221,6 +230,7 @@ impl Actor for SessionActor {
             registry,
             spawn,
             caller,
+            bus,
         } = args;
         let surface_id = new_id();
         let registration_token = random_secret()?;
@@ -292,6 +302,8 @@ impl Actor for SessionActor {
             agent_type: None,
             agent_type_at: None,
             agent_type_source: None,
+            group: params.group,
+            parent_id: params.parent,
         };
         Stats::add(&spawn.stats.sessions, 1);
         let mut state = SessionState {
@@ -304,8 +316,15 @@ impl Actor for SessionActor {
             watchers: Vec::new(),
             next_id: 0,
             registry: registry.clone(),
+            bus,
             stats: spawn.stats.clone(),
         };
+        // A create emits `created` and, for a grouped launch, `group.joined`; create-time
+        // metadata arrives in the record, not as events.
+        state.mechanical("created", None);
+        if let Some(group) = state.view.group.clone() {
+            state.mechanical_in("group.joined", None, Some(group));
+        }
         // A create-time agent type is a declaration like a later set-agent-type.
         if let Some(agent_type) = params.agent_type {
             state.apply(Declaration::AgentType { agent_type }, caller)?;
@@ -366,6 +385,34 @@ impl Actor for SessionActor {
                         Stats::add(&state.stats.watchers, 1);
                     }
                 }
+            }
+            SessionMsg::SetGroup(group, reply) => {
+                if state.view.group != group {
+                    if let Some(old) = state.view.group.take() {
+                        state.mechanical_in("group.left", None, Some(old));
+                    }
+                    state.view.group = group.clone();
+                    if let Some(new) = group {
+                        state.mechanical_in("group.joined", None, Some(new));
+                    }
+                    state.touch();
+                    state.publish();
+                }
+                let _ = reply.send(state.view.clone());
+            }
+            SessionMsg::SetParent(parent, reply) => {
+                // Re-setting the same parent is a no-op: no event, no updated_at bump.
+                if state.view.parent_id != parent {
+                    state.view.parent_id = parent.clone();
+                    match parent {
+                        Some(p) => state
+                            .mechanical("parent.set", Some(serde_json::json!({ "parent_id": p }))),
+                        None => state.mechanical("parent.cleared", None),
+                    }
+                    state.touch();
+                    state.publish();
+                }
+                let _ = reply.send(state.view.clone());
             }
             SessionMsg::Unwatch(id) => {
                 let before = state.watchers.len();
@@ -566,7 +613,55 @@ impl SessionState {
         };
         self.audit.push(entry.clone());
         self.broadcast(WatchLine::Event(Box::new(entry.clone())));
+        let source_kind = if kind == AuditKind::Lifecycle {
+            SourceKind::Maxx
+        } else {
+            SourceKind::Agent
+        };
+        let _ = self.bus.cast(BusMsg::Publish(Box::new(StreamEvent {
+            schema: STREAM_SCHEMA,
+            cursor: 0,
+            seq: Some(entry.seq),
+            source_kind,
+            kind: kind.as_str().to_string(),
+            name: entry.name.clone(),
+            source: entry.source.clone(),
+            message: entry.message.clone(),
+            payload: entry.payload.clone(),
+            created_at: entry.created_at.clone(),
+            resource_kind: "session".into(),
+            session_id: entry.session_id.clone(),
+            surface_id: entry.surface_id.clone(),
+            group: self.view.group.clone(),
+            pid: entry.pid,
+        })));
         entry
+    }
+
+    /// Put a maxx-owned lifecycle event on the bus (no audit entry).
+    fn mechanical(&self, name: &str, payload: Option<Value>) {
+        self.mechanical_in(name, payload, self.view.group.clone());
+    }
+
+    /// [`Self::mechanical`] with an explicit group (the affected one for joins/leaves).
+    fn mechanical_in(&self, name: &str, payload: Option<Value>, group: Option<String>) {
+        let _ = self.bus.cast(BusMsg::Publish(Box::new(StreamEvent {
+            schema: STREAM_SCHEMA,
+            cursor: 0,
+            seq: None,
+            source_kind: SourceKind::Maxx,
+            kind: "lifecycle".into(),
+            name: Some(name.to_string()),
+            source: "maxx".into(),
+            message: None,
+            payload,
+            created_at: now_rfc3339(),
+            resource_kind: "session".into(),
+            session_id: self.view.session_id.clone(),
+            surface_id: self.view.surface_id.clone(),
+            group,
+            pid: self.pty.as_ref().and_then(Pty::foreground_pgrp),
+        })));
     }
 
     /// `Some(outcome)` when a wait on `condition` is settled by the current record.
@@ -629,10 +724,18 @@ impl SessionState {
             PumpEvent::ChildExited => {
                 let Some(pty) = self.pty.as_mut() else { return };
                 let Some(exit) = pty.reap() else { return };
-                match exit {
-                    ExitInfo::Code(code) => self.view.exit_code = Some(code),
-                    ExitInfo::Signal(sig) => self.view.exit_signal = Some(sig),
-                }
+                let payload = match exit {
+                    ExitInfo::Code(code) => {
+                        self.view.exit_code = Some(code);
+                        serde_json::json!({ "exit_code": code })
+                    }
+                    ExitInfo::Signal(sig) => {
+                        let p = serde_json::json!({ "exit_signal": sig });
+                        self.view.exit_signal = Some(sig);
+                        p
+                    }
+                };
+                self.mechanical("exited", Some(payload));
                 self.view.pid = None;
                 if self.view.lifecycle == Lifecycle::Running {
                     self.view.lifecycle = Lifecycle::Exited;
@@ -828,6 +931,7 @@ impl SessionState {
                 if self.view.lifecycle.has_surface() {
                     if !self.view.focused {
                         self.view.focused = true;
+                        self.mechanical("focus", None);
                         self.publish();
                     }
                     let _ = self
@@ -897,6 +1001,7 @@ impl SessionState {
                     self.pty = None;
                     self.view.lifecycle = Lifecycle::Closed;
                     self.view.pid = None;
+                    self.mechanical("closed", None);
                     self.lifecycle_changed();
                 }
                 Ok(self.view.clone())

@@ -14,8 +14,10 @@ pub struct Stats {
     pub connections: AtomicI64,
     /// `sessions.watch` subscriptions registered with session actors.
     pub watchers: AtomicI64,
-    /// `sessions.wait` waiters registered with session actors.
+    /// `sessions.wait` and `stream.wait --all` waiters pending.
     pub waiters: AtomicI64,
+    /// `stream.watch` / `stream.wait --event` subscriptions on the bus.
+    pub streams: AtomicI64,
 }
 
 /// A point-in-time copy, as `daemon.stats` reports it.
@@ -27,8 +29,10 @@ pub struct StatsSnapshot {
     pub connections: i64,
     /// Live `sessions.watch` subscriptions.
     pub watchers: i64,
-    /// Pending `sessions.wait` waiters.
+    /// Pending `sessions.wait` and `stream.wait --all` waiters.
     pub waiters: i64,
+    /// Live bus subscriptions.
+    pub streams: i64,
 }
 
 impl Stats {
@@ -39,6 +43,7 @@ impl Stats {
             connections: self.connections.load(Ordering::Relaxed),
             watchers: self.watchers.load(Ordering::Relaxed),
             waiters: self.waiters.load(Ordering::Relaxed),
+            streams: self.streams.load(Ordering::Relaxed),
         }
     }
 

@@ -12,6 +12,7 @@
 //! - [`session`]: the session view returned by `sessions.get` / `sessions.list`.
 //! - [`audit`]: audit entries, the per-session record of declarations.
 //! - [`schema`]: the JSON-Schema subset a declared result must satisfy.
+//! - [`stream`]: the event-bus envelope and stream filters.
 //! - [`limits`]: every bound the seed and the brief fix, as named constants.
 //! - [`duration`]: `30s`, `5m`, `1h`, a bare number = seconds.
 //! - [`time`]: RFC 3339 timestamps.
@@ -24,6 +25,7 @@ pub mod limits;
 pub mod request;
 pub mod schema;
 pub mod session;
+pub mod stream;
 pub mod time;
 
 pub use envelope::{RequestEnvelope, Response};

@@ -73,3 +73,7 @@ pub const RESULT_SCHEMA_MAX_BYTES: usize = 16384;
 pub const METADATA_FILTER_MAX: usize = 32;
 /// How many matching lines a `watch` may have queued before it is ended as too slow.
 pub const WATCH_BUFFER: usize = 1024;
+/// A group label ≤ 128 chars of `[A-Za-z0-9_.:/@-]`.
+pub const GROUP_MAX_CHARS: usize = 128;
+/// Events the bus retains for `since` replay (oldest evicted first).
+pub const BUS_RETAINED_EVENTS: usize = 10_000;

@@ -9,6 +9,7 @@ use crate::duration::duration_from_json;
 use crate::error::{ErrorBody, ErrorCode};
 use crate::limits::*;
 use crate::session::{Lifecycle, Location, SplitDirection, WorkflowState};
+use crate::stream::{AllCondition, StreamFilter};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -38,6 +39,11 @@ pub const METHODS: &[&str] = &[
     "sessions.set-result-schema",
     "sessions.clear-result-schema",
     "sessions.set-agent-type",
+    "sessions.set-group",
+    "sessions.set-parent",
+    "stream.watch",
+    "stream.wait",
+    "event.emit",
     "daemon.stats",
 ];
 
@@ -68,6 +74,24 @@ pub enum Call {
     Declare(DeclareParams),
     /// `daemon.stats`: counts of live daemon objects, for diagnostics and leak tests.
     Stats,
+    /// `sessions.set-group`: join a group, or leave with `group` absent/empty.
+    SetGroup {
+        /// Canonical session id.
+        session_id: String,
+        /// New group; `None` leaves the current one.
+        group: Option<String>,
+    },
+    /// `sessions.set-parent`: set the parent edge, or clear it with an empty `parent`.
+    SetParent {
+        /// Canonical session id (the child).
+        session_id: String,
+        /// New parent; `None` detaches.
+        parent: Option<String>,
+    },
+    /// `stream.watch` (streaming)
+    StreamWatch(StreamWatchParams),
+    /// `stream.wait`
+    StreamWait(StreamWaitParams),
 }
 
 impl Call {
@@ -93,6 +117,41 @@ impl Call {
                 let _: Empty = decode(params)?;
                 Call::Stats
             }
+            "sessions.set-group" => {
+                #[derive(Deserialize)]
+                #[serde(deny_unknown_fields)]
+                struct Raw {
+                    session_id: String,
+                    group: Option<String>,
+                }
+                let raw: Raw = decode(params)?;
+                let group = raw.group.filter(|g| !g.is_empty());
+                if let Some(g) = &group {
+                    validate_group(g)?;
+                }
+                Call::SetGroup {
+                    session_id: parse_session_id("session_id", &raw.session_id)?,
+                    group,
+                }
+            }
+            "sessions.set-parent" => {
+                #[derive(Deserialize)]
+                #[serde(deny_unknown_fields)]
+                struct Raw {
+                    session_id: String,
+                    parent: Option<String>,
+                }
+                let raw: Raw = decode(params)?;
+                let session_id = parse_session_id("session_id", &raw.session_id)?;
+                let parent = match raw.parent.filter(|p| !p.is_empty()) {
+                    Some(p) => Some(parse_session_id("parent", &p)?),
+                    None => None,
+                };
+                Call::SetParent { session_id, parent }
+            }
+            "stream.watch" => Call::StreamWatch(StreamWatchParams::decode(params)?),
+            "stream.wait" => Call::StreamWait(StreamWaitParams::decode(params)?),
+            "event.emit" => Call::Declare(DeclareParams::decode_event_emit(params)?),
             m if m.starts_with("sessions.") && Declaration::is_method(m) => {
                 Call::Declare(DeclareParams::decode(m, params)?)
             }
@@ -122,6 +181,10 @@ impl Call {
             Call::Events(_) => "sessions.events",
             Call::Declare(d) => d.declaration.method(),
             Call::Stats => "daemon.stats",
+            Call::SetGroup { .. } => "sessions.set-group",
+            Call::SetParent { .. } => "sessions.set-parent",
+            Call::StreamWatch(_) => "stream.watch",
+            Call::StreamWait(_) => "stream.wait",
         }
     }
 }
@@ -332,6 +395,10 @@ pub struct CreateParams {
     pub agent_type: Option<String>,
     /// Declared result contract.
     pub result_schema: Option<Value>,
+    /// Group to join at create (needs groups:create).
+    pub group: Option<String>,
+    /// Parent session (needs groups:create; must exist).
+    pub parent: Option<String>,
 }
 
 impl CreateParams {
@@ -354,8 +421,18 @@ impl CreateParams {
             rows: Option<u16>,
             agent_type: Option<String>,
             result_schema: Option<Value>,
+            group: Option<String>,
+            parent: Option<String>,
         }
         let raw: Raw = decode(params)?;
+        let group = raw.group.filter(|g| !g.is_empty());
+        if let Some(g) = &group {
+            validate_group(g)?;
+        }
+        let parent = match raw.parent.filter(|p| !p.is_empty()) {
+            Some(p) => Some(parse_session_id("parent", &p)?),
+            None => None,
+        };
         if let Some(a) = &raw.agent_type {
             validate_agent_type(a)?;
         }
@@ -426,6 +503,8 @@ impl CreateParams {
             rows,
             agent_type: raw.agent_type,
             result_schema: raw.result_schema,
+            group,
+            parent,
         })
     }
 }
@@ -474,6 +553,12 @@ pub struct ListParams {
     /// Constraints that must all hold (AND).
     #[serde(default)]
     pub metadata_filter: Vec<MetadataFilter>,
+    /// Only members of this group.
+    #[serde(default)]
+    pub group: Option<String>,
+    /// Only children of this session.
+    #[serde(default)]
+    pub parent: Option<String>,
 }
 
 impl ListParams {
@@ -487,7 +572,14 @@ impl ListParams {
         for f in &p.metadata_filter {
             validate_metadata_key(&f.key)?;
         }
-        Ok(p)
+        if let Some(g) = &p.group {
+            validate_group(g)?;
+        }
+        let parent = match &p.parent {
+            Some(id) => Some(parse_session_id("parent", id)?),
+            None => None,
+        };
+        Ok(ListParams { parent, ..p })
     }
 }
 
@@ -830,6 +922,135 @@ fn check_token(field: &str, value: &str, max: usize) -> Result<(), ErrorBody> {
     Ok(())
 }
 
+/// Validate a group label: 1..=128 chars of `[A-Za-z0-9_.:/@-]`, an opaque token.
+pub fn validate_group(group: &str) -> Result<(), ErrorBody> {
+    let n = group.chars().count();
+    let ok = n > 0
+        && n <= GROUP_MAX_CHARS
+        && group
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '/' | '@' | '-'));
+    if !ok {
+        return Err(ErrorBody::invalid(format!(
+            "group must be 1..={GROUP_MAX_CHARS} characters of [A-Za-z0-9_.:/@-]"
+        )));
+    }
+    Ok(())
+}
+
+/// `stream.watch` params.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamWatchParams {
+    /// Which events.
+    pub filter: StreamFilter,
+    /// Replay retained events after this cursor first.
+    pub since: Option<u64>,
+    /// Stop after this long (at most 1 h).
+    pub timeout: Option<Duration>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStream {
+    group: Option<String>,
+    session_id: Option<String>,
+    surface_id: Option<String>,
+    since: Option<u64>,
+    timeout: Option<Value>,
+    event: Option<String>,
+    all: Option<String>,
+}
+
+impl RawStream {
+    fn filter(&self) -> Result<StreamFilter, ErrorBody> {
+        if let Some(g) = &self.group {
+            validate_group(g)?;
+        }
+        Ok(StreamFilter {
+            group: self.group.clone(),
+            session_id: match &self.session_id {
+                Some(id) => Some(parse_session_id("session_id", id)?),
+                None => None,
+            },
+            surface_id: match &self.surface_id {
+                Some(id) => Some(parse_session_id("surface_id", id)?),
+                None => None,
+            },
+        })
+    }
+}
+
+impl StreamWatchParams {
+    fn decode(params: Value) -> Result<Self, ErrorBody> {
+        let raw: RawStream = decode(params)?;
+        if raw.event.is_some() || raw.all.is_some() {
+            return Err(ErrorBody::invalid(
+                "event and all belong to stream.wait, not stream.watch",
+            ));
+        }
+        Ok(StreamWatchParams {
+            filter: raw.filter()?,
+            since: raw.since,
+            timeout: decode_timeout(raw.timeout.as_ref())?,
+        })
+    }
+}
+
+/// What `stream.wait` waits for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamWaitFor {
+    /// A new event with this name passing the filter (edge-triggered).
+    Event(String),
+    /// Every member of the filter's group satisfies the condition (level-triggered).
+    All(AllCondition),
+}
+
+/// `stream.wait` params.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamWaitParams {
+    /// Which events / which group.
+    pub filter: StreamFilter,
+    /// The condition.
+    pub wait_for: StreamWaitFor,
+    /// How long (default 30 s, at most 1 h).
+    pub timeout: Duration,
+}
+
+impl StreamWaitParams {
+    fn decode(params: Value) -> Result<Self, ErrorBody> {
+        let raw: RawStream = decode(params)?;
+        if raw.since.is_some() {
+            return Err(ErrorBody::invalid("since belongs to stream.watch"));
+        }
+        let filter = raw.filter()?;
+        let wait_for = match (raw.event, raw.all) {
+            (Some(e), None) => {
+                validate_event_name(&e)?;
+                StreamWaitFor::Event(e)
+            }
+            (None, Some(all)) => {
+                if filter.group.is_none()
+                    || filter.session_id.is_some()
+                    || filter.surface_id.is_some()
+                {
+                    return Err(ErrorBody::invalid("all needs group (and only group)"));
+                }
+                StreamWaitFor::All(AllCondition::parse(&all).map_err(ErrorBody::invalid)?)
+            }
+            _ => {
+                return Err(ErrorBody::invalid(
+                    "stream.wait takes exactly one of event, all",
+                ))
+            }
+        };
+        Ok(StreamWaitParams {
+            filter,
+            wait_for,
+            timeout: decode_timeout(raw.timeout.as_ref())?.unwrap_or(WAIT_DEFAULT_TIMEOUT),
+        })
+    }
+}
+
 /// Validate an event name: 1..=128 chars of `[A-Za-z0-9_.:-]`.
 pub fn validate_event_name(name: &str) -> Result<(), ErrorBody> {
     check_token("event", name, EVENT_NAME_MAX_CHARS)
@@ -998,6 +1219,22 @@ fn check_message(message: &Option<String>) -> Result<(), ErrorBody> {
 }
 
 impl DeclareParams {
+    /// `event.emit {session_id, type, payload?, message?, source?}`: the shorthand for
+    /// `sessions.emit-event`.
+    fn decode_event_emit(params: Value) -> Result<Self, ErrorBody> {
+        let mut params = params;
+        if let Value::Object(map) = &mut params {
+            if let Some(t) = map.remove("type") {
+                if map.insert("event".into(), t).is_some() {
+                    return Err(ErrorBody::invalid("event.emit takes type, not event"));
+                }
+            } else if map.contains_key("event") {
+                return Err(ErrorBody::invalid("event.emit takes type, not event"));
+            }
+        }
+        Self::decode("sessions.emit-event", params)
+    }
+
     fn decode(method: &str, params: Value) -> Result<Self, ErrorBody> {
         #[derive(Deserialize)]
         #[serde(deny_unknown_fields)]

@@ -128,6 +128,12 @@ pub struct SessionView {
     pub cols: u16,
     /// PTY height in rows.
     pub rows: u16,
+    /// The session's group, a caller-supplied opaque label (`set-group`, `create --group`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// The parent session (`set-parent`, `create --parent`); durable, never inferred.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<String>,
     /// Agent-declared workflow state (`set-state`), shown as a badge.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workflow_state: Option<WorkflowState>,

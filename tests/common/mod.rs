@@ -41,10 +41,16 @@ pub struct Daemon {
 impl Daemon {
     /// Start a daemon and wait until its socket answers.
     pub fn start() -> Daemon {
+        Daemon::start_with(&[])
+    }
+
+    /// Start a daemon with extra `maxx daemon` flags.
+    pub fn start_with(extra: &[&str]) -> Daemon {
         let tmp = tempfile::Builder::new().prefix("maxx-t").tempdir().unwrap();
         let control = tmp.path().join("ctl");
         let child = Command::new(maxx_bin())
             .args(["daemon", "--log-level", "warn"])
+            .args(extra)
             .env("MAXX_CONTROL_DIR", &control)
             .env("HOME", tmp.path())
             .stdin(Stdio::null())
@@ -161,6 +167,44 @@ impl Daemon {
             .len()
     }
 
+    /// Run the CLI in the background (for waits); join the handle for its output.
+    pub fn cli_bg(&self, args: &[&str]) -> std::thread::JoinHandle<Output> {
+        let control = self.control.clone();
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        std::thread::spawn(move || {
+            Command::new(maxx_bin())
+                .args(&args)
+                .env("MAXX_CONTROL_DIR", control)
+                .output()
+                .unwrap()
+        })
+    }
+
+    /// A counter from `daemon.stats`.
+    pub fn stat(&self, name: &str) -> i64 {
+        self.ok("daemon.stats", json!({}))[name].as_i64().unwrap()
+    }
+
+    /// Wait until a `daemon.stats` counter reaches `n`.
+    pub fn wait_stat(&self, name: &str, n: i64) {
+        wait_for(
+            &format!("stats.{name} == {n}"),
+            Duration::from_secs(10),
+            || (self.stat(name) == n).then_some(()),
+        );
+    }
+
+    /// Open a raw streaming request; read lines with [`Lines::next`].
+    pub fn open_stream(&self, method: &str, params: Value) -> Lines {
+        let mut s = UnixStream::connect(self.socket()).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let req = json!({"token": self.token(), "method": method, "params": params});
+        s.write_all(format!("{req}\n").as_bytes()).unwrap();
+        Lines {
+            reader: BufReader::new(s),
+        }
+    }
+
     /// Pid of the daemon process.
     pub fn pid(&self) -> u32 {
         self.child.as_ref().unwrap().id()
@@ -187,6 +231,20 @@ impl Drop for Daemon {
             let _ = child.kill();
             let _ = child.wait();
         }
+    }
+}
+
+/// A raw NDJSON stream.
+pub struct Lines {
+    pub reader: BufReader<UnixStream>,
+}
+
+impl Lines {
+    /// The next line, parsed.
+    pub fn next(&mut self) -> Value {
+        let mut line = String::new();
+        self.reader.read_line(&mut line).unwrap();
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line:?}: {e}"))
     }
 }
 
