@@ -61,6 +61,20 @@ pub enum Command {
     Stream(StreamCmd),
     /// Declare structured events (`event emit` = `sessions emit-event`).
     Event(EventCmd),
+    /// Agent profiles (named create-time inputs). Bare `maxx profiles` lists them.
+    Profiles(ProfilesCmd),
+}
+
+#[derive(Args, Debug)]
+pub struct ProfilesCmd {
+    #[command(subcommand)]
+    pub verb: Option<ProfilesVerb>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ProfilesVerb {
+    /// List profile names and the env key names they set (never values).
+    List,
 }
 
 #[derive(Args, Debug)]
@@ -158,6 +172,10 @@ pub struct DaemonArgs {
     /// Events the bus keeps for `stream watch --since` replay (oldest evicted first).
     #[arg(long, default_value_t = maxx_protocol::limits::BUS_RETAINED_EVENTS, value_name = "N")]
     pub bus_capacity: usize,
+    /// fdatasync the journal on every acknowledged change (survives power loss, slower).
+    /// Without it an acknowledged change survives a daemon crash (kill -9).
+    #[arg(long)]
+    pub fsync: bool,
     /// Internal: this process is the detached daemon.
     #[arg(long, hide = true)]
     pub detached_child: bool,
@@ -279,6 +297,35 @@ maxx sessions wait ID --event pr.merged --since 12"
     SetGroup(SetGroupArgs),
     /// Set the parent edge (--parent "" detaches).
     SetParent(SetParentArgs),
+    /// Close the surface and keep the record and its audit log (idempotent).
+    Archive(ArchiveArgs),
+    /// Start a fresh surface under the same session id (--last-command or --command).
+    #[command(
+        after_help = "Examples:\n  maxx sessions restart ID --last-command\n  maxx sessions restart ID --command 'make test'"
+    )]
+    Restart(RestartArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ArchiveArgs {
+    /// Session id.
+    pub session_id: String,
+    /// Why (recorded in the audit log).
+    #[arg(long)]
+    pub reason: Option<String>,
+}
+
+#[derive(Args, Debug)]
+#[command(group = clap::ArgGroup::new("what").required(true).args(["last_command", "command"]))]
+pub struct RestartArgs {
+    /// Session id.
+    pub session_id: String,
+    /// Replay the recorded command.
+    #[arg(long)]
+    pub last_command: bool,
+    /// Run this command instead (it becomes the recorded one).
+    #[arg(long)]
+    pub command: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -532,6 +579,9 @@ pub struct CreateArgs {
     /// Parent session id.
     #[arg(long, value_name = "SESSION_ID")]
     pub parent: Option<String>,
+    /// Start from this agent profile; explicit flags override its fields.
+    #[arg(long)]
+    pub profile: Option<String>,
 }
 
 #[derive(Args, Debug)]

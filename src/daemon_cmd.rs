@@ -68,6 +68,7 @@ pub fn run_foreground(
     log_level: &str,
     detached: bool,
     bus_capacity: usize,
+    fsync: bool,
 ) -> i32 {
     let ready_fd: Option<OwnedFd> = if detached {
         std::env::var(READY_FD_ENV)
@@ -100,6 +101,7 @@ pub fn run_foreground(
         control_dir: control_dir.clone(),
         bin_dir,
         bus_capacity,
+        fsync,
     };
     let mut ready_fd = ready_fd;
     let result = runtime.block_on(async {
@@ -142,11 +144,7 @@ fn report_failure(ready_fd: Option<OwnedFd>, message: &str) -> i32 {
 }
 
 /// Start a detached daemon on `control_dir` and wait until it is ready.
-pub fn spawn_detached(
-    control_dir: &Path,
-    log_level: &str,
-    bus_capacity: usize,
-) -> Result<(), String> {
+pub fn spawn_detached(control_dir: &Path, log_level: &str, extra: &[String]) -> Result<(), String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find the maxx binary: {e}"))?;
     let (read_end, write_end) =
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
@@ -156,8 +154,7 @@ pub fn spawn_detached(
         .arg("--log-level")
         .arg(log_level)
         .arg("--detached-child")
-        .arg("--bus-capacity")
-        .arg(bus_capacity.to_string())
+        .args(extra)
         .env("MAXX_CONTROL_DIR", control_dir)
         .env(READY_FD_ENV, READY_FD.to_string())
         .stdin(Stdio::null())

@@ -44,6 +44,12 @@ fn run(cli: Cli) -> i32 {
             let built = sessions_request(verb);
             dispatch(&target, &cli.caller, cli.confirm, built)
         }
+        Command::Profiles(_) => dispatch(
+            &target,
+            &cli.caller,
+            cli.confirm,
+            Ok(("profiles.list", json!({}), CLIENT_TIMEOUT)),
+        ),
         Command::Stream(s) => dispatch(
             &target,
             &cli.caller,
@@ -135,7 +141,11 @@ fn dispatch(
 
 fn daemon(target: &Target, d: DaemonArgs) -> i32 {
     if d.detach {
-        return match daemon_cmd::spawn_detached(&target.control_dir, &d.log_level, d.bus_capacity) {
+        let mut extra = vec!["--bus-capacity".to_string(), d.bus_capacity.to_string()];
+        if d.fsync {
+            extra.push("--fsync".into());
+        }
+        return match daemon_cmd::spawn_detached(&target.control_dir, &d.log_level, &extra) {
             Ok(()) => 0,
             Err(e) => {
                 print_error(&ErrorBody::internal(e));
@@ -148,6 +158,7 @@ fn daemon(target: &Target, d: DaemonArgs) -> i32 {
         &d.log_level,
         d.detached_child,
         d.bus_capacity,
+        d.fsync,
     )
 }
 
@@ -172,11 +183,7 @@ fn send(
     };
     match attempt() {
         Err(ClientError::NoDaemon(_)) if autostart => {
-            if let Err(e) = daemon_cmd::spawn_detached(
-                &target.control_dir,
-                "info",
-                maxx_protocol::limits::BUS_RETAINED_EVENTS,
-            ) {
+            if let Err(e) = daemon_cmd::spawn_detached(&target.control_dir, "info", &[]) {
                 return Err(ClientError::Failed(ErrorBody::internal(format!(
                     "no daemon was running and starting one failed: {e}"
                 ))));
@@ -355,6 +362,7 @@ fn sessions_request(verb: SessionsVerb) -> Result<(&'static str, Value, Duration
             insert_opt(&mut p, "agent_type", a.agent_type);
             insert_opt(&mut p, "group", a.group);
             insert_opt(&mut p, "parent", a.parent);
+            insert_opt(&mut p, "profile", a.profile);
             if let Some(schema) = a.result_schema {
                 p.insert(
                     "result_schema".into(),
@@ -459,6 +467,19 @@ fn sessions_request(verb: SessionsVerb) -> Result<(&'static str, Value, Duration
         SessionsVerb::ClearResultSchema(a) => {
             declare(&mut p, a.session_id, a.source);
             "sessions.clear-result-schema"
+        }
+        SessionsVerb::Archive(a) => {
+            p.insert("session_id".into(), json!(a.session_id));
+            insert_opt(&mut p, "reason", a.reason);
+            "sessions.archive"
+        }
+        SessionsVerb::Restart(a) => {
+            p.insert("session_id".into(), json!(a.session_id));
+            insert_opt(&mut p, "command", a.command);
+            if a.last_command {
+                p.insert("last_command".into(), json!(true));
+            }
+            "sessions.restart"
         }
         SessionsVerb::SetGroup(a) => {
             p.insert("session_id".into(), json!(a.session_id));

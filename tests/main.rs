@@ -3,5 +3,6 @@
 
 mod common;
 mod declarations;
+mod lifecycle;
 mod spine;
 mod stream;

@@ -7,8 +7,11 @@
 
 use crate::bus::{subscriber_queue, BusMsg, Delivered};
 use crate::control_dir::constant_time_eq;
+use crate::persistence::PersistMsg;
 use crate::registry::{RegistryMsg, Resolved};
-use crate::session::{new_id, SessionActor, SessionArgs, SessionMsg, SpawnContext, WatchLine};
+use crate::session::{
+    new_id, SessionActor, SessionArgs, SessionMsg, SessionStart, SpawnContext, WatchLine,
+};
 use crate::session_supervisor::SESSION_ACTOR_PREFIX;
 use crate::stats::Stats;
 use maxx_protocol::error::{ErrorBody, ErrorCode};
@@ -49,6 +52,10 @@ pub struct DaemonContext {
     pub bus: ActorRef<BusMsg>,
     /// How many events the bus retains (sizes stream queues).
     pub bus_capacity: usize,
+    /// The durable registry.
+    pub persist: ActorRef<PersistMsg>,
+    /// The agent profiles file, if any.
+    pub profiles_path: Option<PathBuf>,
     /// Parent of new session actors.
     pub session_supervisor: ActorCell,
     /// Facts for building a child's environment.
@@ -281,7 +288,7 @@ async fn session_actor(
 
 async fn route(call: Call, caller: &str, ctx: &DaemonContext) -> Result<Value, ErrorBody> {
     match call {
-        Call::Create(params) => create(params, caller, ctx).await.map(session_result),
+        Call::Create(params) => create(*params, caller, ctx).await.map(session_result),
         Call::Get(r) => {
             let view = ask(
                 &ctx.registry,
@@ -364,6 +371,30 @@ async fn route(call: Call, caller: &str, ctx: &DaemonContext) -> Result<Value, E
             .map(session_result)
         }
         Call::StreamWait(p) => stream_wait(p, ctx).await,
+        Call::Archive { session_id, reason } => {
+            let actor = session_actor(ctx, &session_id).await?;
+            ask(
+                &actor,
+                |r| SessionMsg::Archive(reason, r),
+                ACTOR_CALL_TIMEOUT,
+            )
+            .await
+            .map(session_result)
+        }
+        Call::Restart {
+            session_id,
+            command,
+        } => {
+            let actor = session_actor(ctx, &session_id).await?;
+            ask(
+                &actor,
+                |r| SessionMsg::Restart(command, r),
+                ACTOR_CALL_TIMEOUT,
+            )
+            .await?
+            .map(session_result)
+        }
+        Call::ProfilesList => crate::profiles::list(ctx.profiles_path.as_ref()),
         Call::Update(p) => {
             let actor = session_actor(ctx, &p.session_id).await?;
             ask(
@@ -708,10 +739,11 @@ fn line(value: &Value) -> Vec<u8> {
 }
 
 async fn create(
-    params: CreateParams,
+    mut params: CreateParams,
     caller: &str,
     ctx: &DaemonContext,
 ) -> Result<SessionView, ErrorBody> {
+    crate::profiles::apply(&mut params, ctx.profiles_path.as_ref())?;
     if let Some(parent) = &params.parent {
         let known = ask(
             &ctx.registry,
@@ -755,12 +787,15 @@ async fn create(
     let session_id = new_id();
     let args = SessionArgs {
         session_id: session_id.clone(),
-        params,
-        cwd,
+        start: SessionStart::New {
+            params: Box::new(params),
+            cwd,
+            caller: caller.to_string(),
+        },
         registry: ctx.registry.clone(),
         spawn: ctx.spawn.clone(),
-        caller: caller.to_string(),
         bus: ctx.bus.clone(),
+        persist: ctx.persist.clone(),
     };
     let (actor, _) = Actor::spawn_linked(
         Some(format!("{SESSION_ACTOR_PREFIX}{session_id}")),

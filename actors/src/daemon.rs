@@ -21,6 +21,8 @@ pub struct DaemonConfig {
     pub bin_dir: Option<PathBuf>,
     /// Events the bus retains for `since` replay.
     pub bus_capacity: usize,
+    /// fdatasync every journal write (power-loss durability; slower).
+    pub fsync: bool,
 }
 
 /// Why the daemon could not start or stopped abnormally.
@@ -106,6 +108,9 @@ pub async fn run(
             spawn,
             default_cwd,
             bus_capacity: config.bus_capacity,
+            dir: dir.clone(),
+            fsync: config.fsync,
+            profiles_path: crate::profiles::profiles_path(),
         },
     )
     .await
@@ -121,6 +126,16 @@ pub async fn run(
         _ = int.recv() => { tracing::info!("SIGINT: stopping"); Ok(()) }
         _ = &mut root_handle => Err(DaemonError::Failed("the actor tree stopped".into())),
     };
+    // Fold the journal into registry.json before the tree goes away.
+    if let Some(cell) = ractor::registry::where_is("persistence") {
+        let persist: ractor::ActorRef<crate::persistence::PersistMsg> = cell.into();
+        let _ = persist
+            .call(
+                crate::persistence::PersistMsg::Flush,
+                Some(std::time::Duration::from_secs(30)),
+            )
+            .await;
+    }
     root.stop(None);
     let _ = root_handle.await;
     // Only remove the socket if it is still the one we bound.

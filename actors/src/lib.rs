@@ -23,6 +23,8 @@ pub mod connection;
 pub mod control_dir;
 pub mod daemon;
 pub mod listener;
+pub mod persistence;
+pub mod profiles;
 pub mod pty;
 pub mod registry;
 pub mod root_supervisor;

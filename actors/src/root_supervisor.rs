@@ -5,10 +5,14 @@
 
 use crate::bus::BusActor;
 use crate::connection::DaemonContext;
+use crate::control_dir::ControlDir;
 use crate::listener::{Listener, ListenerArgs};
+use crate::persistence::{PersistArgs, PersistMsg, PersistenceActor};
 use crate::registry::RegistryActor;
 use crate::session::SpawnContext;
+use crate::session::{SessionActor, SessionArgs, SessionStart};
 use crate::session_supervisor::SessionSupervisor;
+use crate::session_supervisor::SESSION_ACTOR_PREFIX;
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -29,6 +33,12 @@ pub struct RootArgs {
     pub default_cwd: PathBuf,
     /// Events the bus retains.
     pub bus_capacity: usize,
+    /// The validated control dir (for the durable registry).
+    pub dir: ControlDir,
+    /// fdatasync every journal write.
+    pub fsync: bool,
+    /// The agent profiles file.
+    pub profiles_path: Option<PathBuf>,
 }
 
 /// No messages besides supervision events.
@@ -55,6 +65,16 @@ impl Actor for RootSupervisor {
             cell.clone(),
         )
         .await?;
+        let (persist, _) = Actor::spawn_linked(
+            Some("persistence".into()),
+            PersistenceActor,
+            PersistArgs {
+                dir: args.dir,
+                fsync: args.fsync,
+            },
+            cell.clone(),
+        )
+        .await?;
         let (bus, _) = Actor::spawn_linked(
             Some("bus".into()),
             BusActor,
@@ -69,11 +89,53 @@ impl Actor for RootSupervisor {
             cell.clone(),
         )
         .await?;
+        // Records from the last run come back detached, each with its own actor so reads,
+        // declarations, archive and restart take the same path as for live sessions.
+        let restored = match persist
+            .call(
+                PersistMsg::TakeRestored,
+                Some(std::time::Duration::from_secs(60)),
+            )
+            .await?
+        {
+            ractor::rpc::CallResult::Success(r) => r,
+            _ => Vec::new(),
+        };
+        let restored_count = restored.len();
+        for record in restored {
+            let session_id = record.session.session_id.clone();
+            let args = SessionArgs {
+                session_id: session_id.clone(),
+                start: SessionStart::Restored(Box::new(record)),
+                registry: registry.clone(),
+                spawn: args.spawn.clone(),
+                bus: bus.clone(),
+                persist: persist.clone(),
+            };
+            if let Err(e) = Actor::spawn_linked(
+                Some(format!("{SESSION_ACTOR_PREFIX}{session_id}")),
+                SessionActor,
+                args,
+                sessions.get_cell(),
+            )
+            .await
+            {
+                tracing::error!(session_id, error = %e, "could not restore a session record");
+            }
+        }
+        if restored_count > 0 {
+            tracing::info!(
+                restored = restored_count,
+                "session records restored (detached)"
+            );
+        }
         let ctx = Arc::new(DaemonContext {
             token: args.token,
             registry,
             bus,
             bus_capacity: args.bus_capacity,
+            persist,
+            profiles_path: args.profiles_path,
             session_supervisor: sessions.get_cell(),
             spawn: args.spawn,
             default_cwd: args.default_cwd,

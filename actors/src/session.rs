@@ -11,6 +11,7 @@
 
 use crate::bus::BusMsg;
 use crate::control_dir::constant_time_eq;
+use crate::persistence::{PersistMsg, Record};
 use crate::pty::{ExitInfo, Pty, PumpEvent, SpawnSpec};
 use crate::registry::RegistryMsg;
 use crate::screen::LightScreen;
@@ -42,22 +43,35 @@ pub struct SpawnContext {
     pub stats: Arc<Stats>,
 }
 
+/// How a session actor starts.
+pub enum SessionStart {
+    /// A new session from `sessions.create`.
+    New {
+        /// Validated create params (env included; it is kept in memory only).
+        params: Box<CreateParams>,
+        /// Resolved, existing working directory.
+        cwd: PathBuf,
+        /// The policy source of the creating request (source of create-time declarations).
+        caller: String,
+    },
+    /// A record restored from `registry.json`: detached, no surface until restarted.
+    Restored(Box<Record>),
+}
+
 /// Everything needed to start a session.
 pub struct SessionArgs {
-    /// Minted session id.
+    /// The session id (minted, or restored).
     pub session_id: String,
-    /// Validated create params (env included; it is kept in memory only).
-    pub params: CreateParams,
-    /// Resolved, existing working directory.
-    pub cwd: PathBuf,
+    /// New or restored.
+    pub start: SessionStart,
     /// Where record changes are published.
     pub registry: ActorRef<RegistryMsg>,
     /// Daemon-wide spawn facts.
     pub spawn: Arc<SpawnContext>,
-    /// The policy source of the creating request (source of create-time declarations).
-    pub caller: String,
     /// The event bus.
     pub bus: ActorRef<BusMsg>,
+    /// The durable registry.
+    pub persist: ActorRef<PersistMsg>,
 }
 
 /// A wait's answer.
@@ -141,6 +155,10 @@ pub enum SessionMsg {
     SetGroup(Option<String>, RpcReplyPort<SessionView>),
     /// `sessions.set-parent` (already validated by the registry).
     SetParent(Option<String>, RpcReplyPort<SessionView>),
+    /// `sessions.archive`.
+    Archive(Option<String>, RpcReplyPort<SessionView>),
+    /// `sessions.restart`, with a replacement command or `None` for the recorded one.
+    Restart(Option<String>, RpcReplyPort<Result<SessionView, ErrorBody>>),
     /// Another session took focus.
     Unfocused,
     /// `sessions.register-current`: check the per-surface proof.
@@ -185,16 +203,20 @@ pub struct SessionState {
     watchers: Vec<Watcher>,
     /// Ids for waiters and watchers.
     next_id: u64,
+    /// The create-time env, in memory only, reused by a restart in this run.
+    env: Vec<(String, String)>,
     registry: ActorRef<RegistryMsg>,
     bus: ActorRef<BusMsg>,
-    stats: Arc<Stats>,
+    persist: ActorRef<PersistMsg>,
+    spawn: Arc<SpawnContext>,
 }
 
 impl Drop for SessionState {
     fn drop(&mut self) {
-        Stats::add(&self.stats.sessions, -1);
-        Stats::add(&self.stats.waiters, -(self.waiters.len() as i64));
-        Stats::add(&self.stats.watchers, -(self.watchers.len() as i64));
+        let stats = &self.spawn.stats;
+        Stats::add(&stats.sessions, -1);
+        Stats::add(&stats.waiters, -(self.waiters.len() as i64));
+        Stats::add(&stats.watchers, -(self.watchers.len() as i64));
     }
 }
 
@@ -225,51 +247,48 @@ impl Actor for SessionActor {
     ) -> Result<SessionState, ActorProcessingErr> {
         let SessionArgs {
             session_id,
-            params,
-            cwd,
+            start,
             registry,
             spawn,
-            caller,
             bus,
+            persist,
         } = args;
-        let surface_id = new_id();
-        let registration_token = random_secret()?;
-        let mut env = params.env.clone();
-        env.push(("TERM".into(), "xterm-256color".into()));
-        // Maxx's own variables come last so a caller cannot override them.
-        env.push((
-            "MAXX_CONTROL_DIR".into(),
-            spawn.control_dir.display().to_string(),
-        ));
-        env.push(("MAXX_SESSION_ID".into(), session_id.clone()));
-        env.push(("MAXX_SURFACE_ID".into(), surface_id.clone()));
-        env.push(("MAXX_REGISTRATION_TOKEN".into(), registration_token.clone()));
-        if let Some(bin) = &spawn.bin_dir {
-            let base = params
-                .env
-                .iter()
-                .rev()
-                .find(|(k, _)| k == "PATH")
-                .map(|(_, v)| v.clone())
-                .or_else(|| std::env::var("PATH").ok())
-                .unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
-            env.push(("PATH".into(), format!("{}:{base}", bin.display())));
-        }
-        let me = myself.clone();
-        let pty = Pty::spawn(
-            SpawnSpec {
-                command: params.command.clone(),
-                cwd: cwd.clone(),
-                env,
-                cols: params.cols,
-                rows: params.rows,
-            },
-            move |event| me.cast(SessionMsg::Pump(event)).is_ok(),
-        )?;
+        let (params, cwd, caller) = match start {
+            SessionStart::Restored(record) => {
+                let Record { session, audit } = *record;
+                Stats::add(&spawn.stats.sessions, 1);
+                let state = SessionState {
+                    pty: None,
+                    view: session,
+                    screen: LightScreen::default(),
+                    registration_token: String::new(),
+                    audit,
+                    waiters: Vec::new(),
+                    watchers: Vec::new(),
+                    next_id: 0,
+                    env: Vec::new(),
+                    registry: registry.clone(),
+                    bus,
+                    persist,
+                    spawn,
+                };
+                registry.cast(RegistryMsg::Register {
+                    view: Box::new(state.view.clone()),
+                    actor: myself,
+                    focus: false,
+                })?;
+                return Ok(state);
+            }
+            SessionStart::New {
+                params,
+                cwd,
+                caller,
+            } => (*params, cwd, caller),
+        };
         let now = now_rfc3339();
         let view = SessionView {
             session_id,
-            surface_id,
+            surface_id: String::new(),
             title: params.title,
             command: params.command,
             cwd: cwd.display().to_string(),
@@ -278,7 +297,7 @@ impl Actor for SessionActor {
             metadata: params.metadata,
             created_at: now.clone(),
             updated_at: now,
-            pid: Some(pty.pid()),
+            pid: None,
             exit_code: None,
             exit_signal: None,
             location: params.location,
@@ -289,6 +308,11 @@ impl Actor for SessionActor {
             terminal_title: None,
             cols: params.cols,
             rows: params.rows,
+            restored: false,
+            last_seen_at: None,
+            archive_reason: None,
+            group: params.group,
+            parent_id: params.parent,
             workflow_state: None,
             workflow_state_at: None,
             workflow_state_source: None,
@@ -302,29 +326,33 @@ impl Actor for SessionActor {
             agent_type: None,
             agent_type_at: None,
             agent_type_source: None,
-            group: params.group,
-            parent_id: params.parent,
         };
-        Stats::add(&spawn.stats.sessions, 1);
         let mut state = SessionState {
-            pty: Some(pty),
+            pty: None,
             view,
             screen: LightScreen::default(),
-            registration_token,
+            registration_token: String::new(),
             audit: Vec::new(),
             waiters: Vec::new(),
             watchers: Vec::new(),
             next_id: 0,
+            env: params.env,
             registry: registry.clone(),
             bus,
-            stats: spawn.stats.clone(),
+            persist,
+            spawn,
         };
+        state.spawn_surface(&myself)?;
+        Stats::add(&state.spawn.stats.sessions, 1);
         // A create emits `created` and, for a grouped launch, `group.joined`; create-time
         // metadata arrives in the record, not as events.
         state.mechanical("created", None);
         if let Some(group) = state.view.group.clone() {
             state.mechanical_in("group.joined", None, Some(group));
         }
+        let _ = state
+            .persist
+            .cast(PersistMsg::Upsert(Box::new(state.view.clone())));
         // A create-time agent type is a declaration like a later set-agent-type.
         if let Some(agent_type) = params.agent_type {
             state.apply(Declaration::AgentType { agent_type }, caller)?;
@@ -355,7 +383,7 @@ impl Actor for SessionActor {
                 reply,
             } => {
                 let result = state.update(status, metadata, source);
-                let _ = reply.send(result);
+                state.ack(reply, result);
             }
             SessionMsg::Declare {
                 declaration,
@@ -363,7 +391,7 @@ impl Actor for SessionActor {
                 reply,
             } => {
                 let result = state.apply(declaration, source);
-                let _ = reply.send(result);
+                state.ack(reply, result);
             }
             SessionMsg::Events { since, reply } => {
                 let entries = state
@@ -382,7 +410,7 @@ impl Actor for SessionActor {
                         let _ = lines.try_send(WatchLine::End);
                     } else {
                         state.watchers.push(Watcher { id, lines });
-                        Stats::add(&state.stats.watchers, 1);
+                        Stats::add(&state.spawn.stats.watchers, 1);
                     }
                 }
             }
@@ -398,7 +426,7 @@ impl Actor for SessionActor {
                     state.touch();
                     state.publish();
                 }
-                let _ = reply.send(state.view.clone());
+                state.ack(reply, state.view.clone());
             }
             SessionMsg::SetParent(parent, reply) => {
                 // Re-setting the same parent is a no-op: no event, no updated_at bump.
@@ -412,13 +440,21 @@ impl Actor for SessionActor {
                     state.touch();
                     state.publish();
                 }
-                let _ = reply.send(state.view.clone());
+                state.ack(reply, state.view.clone());
+            }
+            SessionMsg::Archive(reason, reply) => {
+                state.archive(reason);
+                state.ack(reply, state.view.clone());
+            }
+            SessionMsg::Restart(command, reply) => {
+                let result = state.restart(&myself, command);
+                state.ack(reply, result);
             }
             SessionMsg::Unwatch(id) => {
                 let before = state.watchers.len();
                 state.watchers.retain(|w| w.id != id);
                 Stats::add(
-                    &state.stats.watchers,
+                    &state.spawn.stats.watchers,
                     state.watchers.len() as i64 - before as i64,
                 );
             }
@@ -452,7 +488,7 @@ impl Actor for SessionActor {
                     condition,
                     reply,
                 });
-                Stats::add(&state.stats.waiters, 1);
+                Stats::add(&state.spawn.stats.waiters, 1);
                 myself.send_after(timeout, move || SessionMsg::WaitExpired(id));
             }
             SessionMsg::Unfocused => {
@@ -464,7 +500,7 @@ impl Actor for SessionActor {
             SessionMsg::WaitExpired(id) => {
                 if let Some(pos) = state.waiters.iter().position(|w| w.id == id) {
                     let waiter = state.waiters.swap_remove(pos);
-                    Stats::add(&state.stats.waiters, -1);
+                    Stats::add(&state.spawn.stats.waiters, -1);
                     let _ = waiter.reply.send(WaitAnswer {
                         outcome: Outcome::Timeout,
                         session: state.view.clone(),
@@ -521,12 +557,164 @@ pub fn paste_bytes(text: &str, bracketed: bool) -> Vec<u8> {
 }
 
 impl SessionState {
+    /// Answer a mutating request once everything it changed is in the journal, so an
+    /// acknowledged mutation survives a crash of the daemon.
+    fn ack<T: Send + 'static>(&self, reply: RpcReplyPort<T>, value: T) {
+        let send = Box::new(move || {
+            let _ = reply.send(value);
+        });
+        if let Err(ractor::MessagingErr::SendErr(PersistMsg::Ack(send))) =
+            self.persist.cast(PersistMsg::Ack(send))
+        {
+            send();
+        }
+    }
+
+    /// Open a fresh PTY and start the recorded command in it, with a new surface id and
+    /// registration secret.
+    fn spawn_surface(&mut self, myself: &ActorRef<SessionMsg>) -> Result<(), ActorProcessingErr> {
+        let surface_id = new_id();
+        let registration_token = random_secret()?;
+        let spawn = &self.spawn;
+        let mut env = self.env.clone();
+        env.push(("TERM".into(), "xterm-256color".into()));
+        // Maxx's own variables come last so a caller cannot override them.
+        env.push((
+            "MAXX_CONTROL_DIR".into(),
+            spawn.control_dir.display().to_string(),
+        ));
+        env.push(("MAXX_SESSION_ID".into(), self.view.session_id.clone()));
+        env.push(("MAXX_SURFACE_ID".into(), surface_id.clone()));
+        env.push(("MAXX_REGISTRATION_TOKEN".into(), registration_token.clone()));
+        if let Some(bin) = &spawn.bin_dir {
+            let base = self
+                .env
+                .iter()
+                .rev()
+                .find(|(k, _)| k == "PATH")
+                .map(|(_, v)| v.clone())
+                .or_else(|| std::env::var("PATH").ok())
+                .unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+            env.push(("PATH".into(), format!("{}:{base}", bin.display())));
+        }
+        let me = myself.clone();
+        let pty = Pty::spawn(
+            SpawnSpec {
+                command: self.view.command.clone(),
+                cwd: PathBuf::from(&self.view.cwd),
+                env,
+                cols: self.view.cols,
+                rows: self.view.rows,
+            },
+            move |event| me.cast(SessionMsg::Pump(event)).is_ok(),
+        )?;
+        self.view.surface_id = surface_id;
+        self.view.pid = Some(pty.pid());
+        self.registration_token = registration_token;
+        self.screen = LightScreen::default();
+        self.pty = Some(pty);
+        Ok(())
+    }
+
+    /// `archive`: close the surface, keep the record; a second archive changes nothing.
+    fn archive(&mut self, reason: Option<String>) {
+        if self.view.lifecycle == Lifecycle::Archived {
+            return;
+        }
+        self.pty = None;
+        self.view.pid = None;
+        self.view.lifecycle = Lifecycle::Archived;
+        self.view.archive_reason = reason.clone();
+        self.record(
+            AuditKind::Lifecycle,
+            Some("archived".into()),
+            reason,
+            None,
+            "maxx".into(),
+        );
+        self.lifecycle_changed();
+    }
+
+    /// `restart`: a fresh surface and child under the same session id. Per-run declared
+    /// fields (workflow state, summary, result) are cleared; status, metadata, result
+    /// schema, group and parent are kept. A split comes back as a tab.
+    fn restart(
+        &mut self,
+        myself: &ActorRef<SessionMsg>,
+        command: Option<String>,
+    ) -> Result<SessionView, ErrorBody> {
+        let Some(command) = command.or_else(|| self.view.command.clone()) else {
+            return Err(ErrorBody::new(
+                ErrorCode::Unsupported,
+                "this session has no recorded command to restart",
+            )
+            .with_remedy("pass --command to restart it with one"));
+        };
+        if !std::path::Path::new(&self.view.cwd).is_dir() {
+            return Err(ErrorBody::invalid(format!(
+                "the session's cwd {} no longer exists",
+                self.view.cwd
+            )));
+        }
+        // End the previous run, if any.
+        self.pty = None;
+        let previous = (self.view.command.clone(), self.view.surface_id.clone());
+        self.view.command = Some(command);
+        if let Err(e) = self.spawn_surface(myself) {
+            self.view.command = previous.0;
+            self.view.surface_id = previous.1;
+            self.view.lifecycle = Lifecycle::Closed;
+            self.view.pid = None;
+            self.touch();
+            self.publish();
+            return Err(ErrorBody::internal(format!("restart failed: {e}")));
+        }
+        let v = &mut self.view;
+        v.lifecycle = Lifecycle::Running;
+        v.restart_count += 1;
+        v.restored = false;
+        v.exit_code = None;
+        v.exit_signal = None;
+        v.archive_reason = None;
+        v.terminal_title = None;
+        if v.location == maxx_protocol::session::Location::Split {
+            v.location = maxx_protocol::session::Location::Tab;
+            v.split_target = None;
+            v.split_direction = None;
+        }
+        v.workflow_state = None;
+        v.workflow_state_at = None;
+        v.workflow_state_source = None;
+        v.summary = None;
+        v.summary_at = None;
+        v.summary_source = None;
+        v.result = None;
+        v.result_at = None;
+        v.result_source = None;
+        let restart_count = v.restart_count;
+        self.record(
+            AuditKind::Lifecycle,
+            Some("restarted".into()),
+            None,
+            Some(serde_json::json!({ "restart_count": restart_count })),
+            "maxx".into(),
+        );
+        self.lifecycle_changed();
+        Ok(self.view.clone())
+    }
+
     fn touch(&mut self) {
         self.view.updated_at = now_rfc3339();
     }
 
     /// Send the record to the registry and settle any waits it satisfies.
     fn publish(&mut self) {
+        if self.pty.is_some() {
+            self.view.last_seen_at = Some(self.view.updated_at.clone());
+        }
+        let _ = self
+            .persist
+            .cast(PersistMsg::Upsert(Box::new(self.view.clone())));
         let _ = self
             .registry
             .cast(RegistryMsg::Updated(Box::new(self.view.clone())));
@@ -537,7 +725,7 @@ impl SessionState {
         for waiter in waiters {
             match self.check(&waiter.condition) {
                 Some((outcome, event)) => {
-                    Stats::add(&self.stats.waiters, -1);
+                    Stats::add(&self.spawn.stats.waiters, -1);
                     let _ = waiter.reply.send(WaitAnswer {
                         outcome,
                         session: self.view.clone(),
@@ -554,7 +742,7 @@ impl SessionState {
         let before = self.waiters.len();
         self.waiters.retain(|w| !w.reply.is_closed());
         Stats::add(
-            &self.stats.waiters,
+            &self.spawn.stats.waiters,
             self.waiters.len() as i64 - before as i64,
         );
     }
@@ -574,7 +762,7 @@ impl SessionState {
         self.watchers
             .retain(|w| w.lines.try_send(line.clone()).is_ok() && !end);
         Stats::add(
-            &self.stats.watchers,
+            &self.spawn.stats.watchers,
             self.watchers.len() as i64 - before as i64,
         );
     }
@@ -612,6 +800,9 @@ impl SessionState {
             pid: self.pty.as_ref().and_then(Pty::foreground_pgrp),
         };
         self.audit.push(entry.clone());
+        let _ = self
+            .persist
+            .cast(PersistMsg::Audit(Box::new(entry.clone())));
         self.broadcast(WatchLine::Event(Box::new(entry.clone())));
         let source_kind = if kind == AuditKind::Lifecycle {
             SourceKind::Maxx
@@ -1007,7 +1198,7 @@ impl SessionState {
                 Ok(self.view.clone())
             }
         };
-        let _ = reply.send(result);
+        self.ack(reply, result);
     }
 }
 

@@ -44,6 +44,9 @@ pub const METHODS: &[&str] = &[
     "stream.watch",
     "stream.wait",
     "event.emit",
+    "sessions.archive",
+    "sessions.restart",
+    "profiles.list",
     "daemon.stats",
 ];
 
@@ -51,7 +54,7 @@ pub const METHODS: &[&str] = &[
 #[derive(Debug, Clone, PartialEq)]
 pub enum Call {
     /// `sessions.create`
-    Create(CreateParams),
+    Create(Box<CreateParams>),
     /// `sessions.get`
     Get(SessionRef),
     /// `sessions.list`
@@ -92,6 +95,22 @@ pub enum Call {
     StreamWatch(StreamWatchParams),
     /// `stream.wait`
     StreamWait(StreamWaitParams),
+    /// `sessions.archive`: close the surface, keep the record; idempotent.
+    Archive {
+        /// Canonical session id.
+        session_id: String,
+        /// Why (≤ 1024 chars).
+        reason: Option<String>,
+    },
+    /// `sessions.restart`: a fresh surface under the same session id.
+    Restart {
+        /// Canonical session id.
+        session_id: String,
+        /// Replace the recorded command; `None` replays the last one.
+        command: Option<String>,
+    },
+    /// `profiles.list`: profile names and env key names (never values).
+    ProfilesList,
 }
 
 impl Call {
@@ -103,7 +122,7 @@ impl Call {
             Some(_) => return Err(ErrorBody::invalid("params must be a JSON object")),
         };
         let call = match method {
-            "sessions.create" => Call::Create(CreateParams::decode(params)?),
+            "sessions.create" => Call::Create(Box::new(CreateParams::decode(params)?)),
             "sessions.get" => Call::Get(SessionRef::decode(params)?),
             "sessions.list" => Call::List(ListParams::decode(params)?),
             "sessions.update" => Call::Update(UpdateParams::decode(params)?),
@@ -152,6 +171,49 @@ impl Call {
             "stream.watch" => Call::StreamWatch(StreamWatchParams::decode(params)?),
             "stream.wait" => Call::StreamWait(StreamWaitParams::decode(params)?),
             "event.emit" => Call::Declare(DeclareParams::decode_event_emit(params)?),
+            "sessions.archive" => {
+                #[derive(Deserialize)]
+                #[serde(deny_unknown_fields)]
+                struct Raw {
+                    session_id: String,
+                    reason: Option<String>,
+                }
+                let raw: Raw = decode(params)?;
+                if let Some(r) = &raw.reason {
+                    check_chars("reason", r, SUMMARY_MAX_CHARS)?;
+                }
+                Call::Archive {
+                    session_id: parse_session_id("session_id", &raw.session_id)?,
+                    reason: raw.reason,
+                }
+            }
+            "sessions.restart" => {
+                #[derive(Deserialize)]
+                #[serde(deny_unknown_fields)]
+                struct Raw {
+                    session_id: String,
+                    command: Option<String>,
+                    #[serde(default)]
+                    last_command: bool,
+                }
+                let raw: Raw = decode(params)?;
+                if raw.last_command && raw.command.is_some() {
+                    return Err(ErrorBody::invalid(
+                        "sessions.restart takes command or last_command, not both",
+                    ));
+                }
+                if let Some(c) = &raw.command {
+                    validate_command(c)?;
+                }
+                Call::Restart {
+                    session_id: parse_session_id("session_id", &raw.session_id)?,
+                    command: raw.command,
+                }
+            }
+            "profiles.list" => {
+                let _: Empty = decode(params)?;
+                Call::ProfilesList
+            }
             m if m.starts_with("sessions.") && Declaration::is_method(m) => {
                 Call::Declare(DeclareParams::decode(m, params)?)
             }
@@ -185,6 +247,9 @@ impl Call {
             Call::SetParent { .. } => "sessions.set-parent",
             Call::StreamWatch(_) => "stream.watch",
             Call::StreamWait(_) => "stream.wait",
+            Call::Archive { .. } => "sessions.archive",
+            Call::Restart { .. } => "sessions.restart",
+            Call::ProfilesList => "profiles.list",
         }
     }
 }
@@ -399,6 +464,23 @@ pub struct CreateParams {
     pub group: Option<String>,
     /// Parent session (needs groups:create; must exist).
     pub parent: Option<String>,
+    /// Profile to start from; explicit fields override it.
+    pub profile: Option<String>,
+    /// Which fields the caller set explicitly (so a profile does not override them).
+    pub explicit: ExplicitFields,
+}
+
+/// Which profile-overridable create fields the caller supplied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ExplicitFields {
+    /// `command` was given.
+    pub command: bool,
+    /// `agent_type` was given.
+    pub agent_type: bool,
+    /// `title` was given.
+    pub title: bool,
+    /// `cwd` was given.
+    pub cwd: bool,
 }
 
 impl CreateParams {
@@ -423,8 +505,18 @@ impl CreateParams {
             result_schema: Option<Value>,
             group: Option<String>,
             parent: Option<String>,
+            profile: Option<String>,
         }
         let raw: Raw = decode(params)?;
+        if let Some(p) = &raw.profile {
+            check_chars("profile", p, 128)?;
+        }
+        let explicit = ExplicitFields {
+            command: raw.command.is_some(),
+            agent_type: raw.agent_type.is_some(),
+            title: raw.title.is_some(),
+            cwd: raw.cwd.is_some(),
+        };
         let group = raw.group.filter(|g| !g.is_empty());
         if let Some(g) = &group {
             validate_group(g)?;
@@ -505,6 +597,8 @@ impl CreateParams {
             result_schema: raw.result_schema,
             group,
             parent,
+            profile: raw.profile,
+            explicit,
         })
     }
 }

@@ -128,6 +128,16 @@ pub struct SessionView {
     pub cols: u16,
     /// PTY height in rows.
     pub rows: u16,
+    /// Restored from `registry.json` at daemon start and not restarted since: detached
+    /// from any live surface (a mechanical fact about this run).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub restored: bool,
+    /// Last time maxx observed the surface still existing (used for retention).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_seen_at: Option<String>,
+    /// Why the session was archived (`archive --reason`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archive_reason: Option<String>,
     /// The session's group, a caller-supplied opaque label (`set-group`, `create --group`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,

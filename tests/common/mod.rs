@@ -36,6 +36,8 @@ pub struct Daemon {
     pub tmp: tempfile::TempDir,
     pub control: PathBuf,
     child: Option<Child>,
+    extra: Vec<String>,
+    env: Vec<(String, String)>,
 }
 
 impl Daemon {
@@ -48,26 +50,65 @@ impl Daemon {
     pub fn start_with(extra: &[&str]) -> Daemon {
         let tmp = tempfile::Builder::new().prefix("maxx-t").tempdir().unwrap();
         let control = tmp.path().join("ctl");
+        let mut d = Daemon {
+            tmp,
+            control,
+            child: None,
+            extra: extra.iter().map(|s| s.to_string()).collect(),
+            env: Vec::new(),
+        };
+        d.launch();
+        d
+    }
+
+    /// Start a daemon with extra environment (e.g. a profiles file).
+    pub fn start_with_env(env: &[(&str, String)]) -> Daemon {
+        let tmp = tempfile::Builder::new().prefix("maxx-t").tempdir().unwrap();
+        let control = tmp.path().join("ctl");
+        let mut d = Daemon {
+            tmp,
+            control,
+            child: None,
+            extra: Vec::new(),
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+        };
+        d.launch();
+        d
+    }
+
+    fn launch(&mut self) {
         let child = Command::new(maxx_bin())
             .args(["daemon", "--log-level", "warn"])
-            .args(extra)
-            .env("MAXX_CONTROL_DIR", &control)
-            .env("HOME", tmp.path())
+            .args(&self.extra)
+            .env("MAXX_CONTROL_DIR", &self.control)
+            .env("HOME", self.tmp.path())
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()
             .expect("spawn daemon");
-        let d = Daemon {
-            tmp,
-            control,
-            child: Some(child),
-        };
-        let sock = d.socket();
+        self.child = Some(child);
+        let sock = self.socket();
         wait_for("the daemon socket", Duration::from_secs(10), || {
             UnixStream::connect(&sock).ok()
         });
-        d
+    }
+
+    /// Stop the daemon with `sig` and wait for it to exit.
+    pub fn stop_with(&mut self, sig: i32) -> std::process::ExitStatus {
+        let mut child = self.child.take().expect("daemon running");
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        child.wait().unwrap()
+    }
+
+    /// Start the daemon again on the same control dir.
+    pub fn restart(&mut self) {
+        self.launch();
     }
 
     pub fn socket(&self) -> PathBuf {
