@@ -299,11 +299,105 @@ maxx sessions wait ID --event pr.merged --since 12"
     SetParent(SetParentArgs),
     /// Close the surface and keep the record and its audit log (idempotent).
     Archive(ArchiveArgs),
+    /// Print the screen as a ScreenState document (needs output:read).
+    #[command(
+        after_help = "Examples:\n  maxx sessions snapshot ID\n  maxx sessions snapshot ID --scrollback 50 --unwrap\n  \
+maxx sessions snapshot ID --scrollback   # all retained history"
+    )]
+    Snapshot(SnapshotArgs),
+    /// Print the screen as plain text (needs output:read).
+    Dump(DumpArgs),
+    /// Print grid size, history, terminal modes and the foreground process (needs output:read).
+    Inspect(IdArg),
+    /// Run a shell command at the session's prompt; print {command, exit_code, output} and
+    /// exit with its code (125 if maxx gives up).
+    #[command(after_help = "Example:\n  maxx sessions run ID --timeout 2m 'cargo test'")]
+    Run(RunArgs),
+    /// Press keys: names (Enter, Escape, Tab, BSpace, Up, Home, PageUp, F1..F12), chords
+    /// (C-c, M-x), or literal text; encoded for the terminal's current mode.
+    #[command(
+        after_help = "Examples:\n  maxx sessions send-keys ID 'ls -la' Enter\n  maxx sessions send-keys ID C-c"
+    )]
+    SendKeys(SendKeysArgs),
+    /// Paste text as one block (bracketed when the program enabled it). `-` reads stdin.
+    Paste(PasteArgs),
+    /// Resize the PTY and the screen model.
+    Resize(ResizeArgs),
     /// Start a fresh surface under the same session id (--last-command or --command).
     #[command(
         after_help = "Examples:\n  maxx sessions restart ID --last-command\n  maxx sessions restart ID --command 'make test'"
     )]
     Restart(RestartArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct SnapshotArgs {
+    /// Session id.
+    pub session_id: String,
+    /// Include history: no value (or 0) = all retained rows, N = the newest N.
+    #[arg(long, num_args = 0..=1, default_missing_value = "0", value_name = "N")]
+    pub scrollback: Option<u64>,
+    /// Include styled cells.
+    #[arg(long, conflicts_with = "unwrap")]
+    pub cells: bool,
+    /// Join soft-wrapped rows into logical lines.
+    #[arg(long)]
+    pub unwrap: bool,
+    /// At least the viewport, plus history rows to make N.
+    #[arg(long, value_name = "N")]
+    pub tail: Option<u64>,
+    /// Accepted for scripts; output is always JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct DumpArgs {
+    /// Session id.
+    pub session_id: String,
+    /// Prepend all retained history.
+    #[arg(long)]
+    pub scrollback: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Whole budget (default 10m, at most 1h).
+    #[arg(long, value_parser = duration)]
+    pub timeout: Option<Duration>,
+    /// Session id.
+    pub session_id: String,
+    /// The command (one line, POSIX shell; run in a subshell).
+    pub command: String,
+}
+
+#[derive(Args, Debug)]
+pub struct SendKeysArgs {
+    /// Session id.
+    pub session_id: String,
+    /// Keys and text, in order.
+    #[arg(required = true, allow_hyphen_values = true)]
+    pub keys: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct PasteArgs {
+    /// Session id.
+    pub session_id: String,
+    /// The text, or - for stdin.
+    pub text: String,
+}
+
+#[derive(Args, Debug)]
+pub struct ResizeArgs {
+    /// Session id.
+    pub session_id: String,
+    /// Columns.
+    #[arg(long)]
+    pub cols: u16,
+    /// Rows.
+    #[arg(long)]
+    pub rows: u16,
 }
 
 #[derive(Args, Debug)]
@@ -582,6 +676,9 @@ pub struct CreateArgs {
     /// Start from this agent profile; explicit flags override its fields.
     #[arg(long)]
     pub profile: Option<String>,
+    /// History lines of the screen model (default 10000).
+    #[arg(long, value_name = "LINES")]
+    pub scrollback_lines: Option<usize>,
 }
 
 #[derive(Args, Debug)]
@@ -613,7 +710,7 @@ pub struct ActionArgs {
 }
 
 #[derive(Args, Debug)]
-#[command(group = clap::ArgGroup::new("condition").required(true).args(["state", "event", "lifecycle"]))]
+#[command(group = clap::ArgGroup::new("condition").required(true).args(["state", "event", "lifecycle", "until", "regex"]))]
 pub struct WaitArgs {
     /// Session id.
     pub session_id: String,
@@ -629,6 +726,12 @@ pub struct WaitArgs {
     /// Lifecycle to wait for.
     #[arg(long, value_enum)]
     pub lifecycle: Option<LifecycleArg>,
+    /// Wait until this text is on a screen line (needs output:read).
+    #[arg(long)]
+    pub until: Option<String>,
+    /// Wait until a screen line matches this regex (needs output:read).
+    #[arg(long)]
+    pub regex: Option<String>,
     /// Give up after this long (default 30s, at most 1h): 500ms, 30s, 5m, 1h.
     #[arg(long, value_parser = duration)]
     pub timeout: Option<Duration>,

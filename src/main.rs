@@ -18,6 +18,8 @@ use std::time::Duration;
 
 /// Exit codes (see the README): a wait timed out.
 const EXIT_TIMEOUT: i32 = 124;
+/// `run` gave up (its budget was spent).
+const EXIT_RUN_GAVE_UP: i32 = 125;
 /// No daemon reachable.
 const EXIT_NO_DAEMON: i32 = 3;
 /// The daemon answered ok:false, or a wait ended unmatched.
@@ -245,6 +247,9 @@ fn report(method: &str, response: Result<Response, ClientError>) -> i32 {
         }
         Err(ClientError::Failed(e)) => {
             print_error(&e);
+            if method == "sessions.run" && e.code == maxx_protocol::ErrorCode::Timeout {
+                return EXIT_RUN_GAVE_UP;
+            }
             return EXIT_FAILED;
         }
     };
@@ -253,12 +258,24 @@ fn report(method: &str, response: Result<Response, ClientError>) -> i32 {
             .error
             .unwrap_or_else(|| ErrorBody::internal("ok:false without an error"));
         print_error(&error);
+        if method == "sessions.run" && error.code == maxx_protocol::ErrorCode::Timeout {
+            return EXIT_RUN_GAVE_UP;
+        }
         return EXIT_FAILED;
     }
     println!(
         "{}",
         serde_json::to_string(&response).unwrap_or_else(|_| "{}".into())
     );
+    if method == "sessions.run" {
+        // Mirror the child's exit code.
+        return response
+            .result
+            .as_ref()
+            .and_then(|r| r.get("exit_code"))
+            .and_then(Value::as_i64)
+            .map_or(EXIT_FAILED, |c| (c & 0xff) as i32);
+    }
     if method == "sessions.wait" || method == "stream.wait" {
         let outcome = response
             .result
@@ -363,6 +380,9 @@ fn sessions_request(verb: SessionsVerb) -> Result<(&'static str, Value, Duration
             insert_opt(&mut p, "group", a.group);
             insert_opt(&mut p, "parent", a.parent);
             insert_opt(&mut p, "profile", a.profile);
+            if let Some(n) = a.scrollback_lines {
+                p.insert("scrollback_lines".into(), json!(n));
+            }
             if let Some(schema) = a.result_schema {
                 p.insert(
                     "result_schema".into(),
@@ -468,6 +488,69 @@ fn sessions_request(verb: SessionsVerb) -> Result<(&'static str, Value, Duration
             declare(&mut p, a.session_id, a.source);
             "sessions.clear-result-schema"
         }
+        SessionsVerb::Snapshot(a) => {
+            p.insert("session_id".into(), json!(a.session_id));
+            if let Some(n) = a.scrollback {
+                p.insert("scrollback".into(), json!(n));
+            }
+            if a.cells {
+                p.insert("cells".into(), json!(true));
+            }
+            if a.unwrap {
+                p.insert("unwrap".into(), json!(true));
+            }
+            if let Some(t) = a.tail {
+                p.insert("tail".into(), json!(t));
+            }
+            "sessions.snapshot"
+        }
+        SessionsVerb::Dump(a) => {
+            p.insert("session_id".into(), json!(a.session_id));
+            if a.scrollback {
+                p.insert("scrollback".into(), json!(true));
+            }
+            "sessions.dump"
+        }
+        SessionsVerb::Inspect(a) => {
+            p.insert("session_id".into(), json!(a.session_id));
+            "sessions.inspect"
+        }
+        SessionsVerb::Run(a) => {
+            p.insert("session_id".into(), json!(a.session_id));
+            p.insert("command".into(), json!(a.command));
+            let t = a
+                .timeout
+                .unwrap_or(maxx_protocol::limits::RUN_DEFAULT_TIMEOUT);
+            p.insert("timeout".into(), json!(t.as_secs_f64()));
+            timeout = t + Duration::from_secs(15);
+            "sessions.run"
+        }
+        SessionsVerb::SendKeys(a) => {
+            // Refuse an unknown key before anything is sent.
+            maxx_protocol::keys::parse_keys(&a.keys).map_err(|e| e.message)?;
+            p.insert("session_id".into(), json!(a.session_id));
+            p.insert("keys".into(), json!(a.keys));
+            "sessions.send-keys"
+        }
+        SessionsVerb::Paste(a) => {
+            let text = if a.text == "-" {
+                let mut buf = String::new();
+                std::io::Read::read_to_string(&mut std::io::stdin(), &mut buf)
+                    .map_err(|e| format!("cannot read stdin: {e}"))?;
+                buf
+            } else {
+                a.text
+            };
+            p.insert("session_id".into(), json!(a.session_id));
+            p.insert("text".into(), json!(text));
+            "sessions.paste"
+        }
+        SessionsVerb::Resize(a) => {
+            p.insert("session_id".into(), json!(a.session_id));
+            p.insert("cols".into(), json!(a.cols));
+            p.insert("rows".into(), json!(a.rows));
+            "sessions.resize"
+        }
         SessionsVerb::Archive(a) => {
             p.insert("session_id".into(), json!(a.session_id));
             insert_opt(&mut p, "reason", a.reason);
@@ -528,6 +611,12 @@ fn sessions_request(verb: SessionsVerb) -> Result<(&'static str, Value, Duration
             }
             insert_opt(&mut p, "state", a.state);
             insert_opt(&mut p, "event", a.event);
+            insert_opt(&mut p, "until", a.until);
+            if let Some(re) = a.regex {
+                // An invalid regex is a usage error before any wait.
+                maxx_protocol::request::compile_regex(&re).map_err(|e| e.message)?;
+                p.insert("regex".into(), json!(re));
+            }
             if let Some(since) = a.since {
                 p.insert("since".into(), json!(since));
             }

@@ -4,5 +4,6 @@
 mod common;
 mod declarations;
 mod lifecycle;
+mod screen;
 mod spine;
 mod stream;

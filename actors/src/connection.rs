@@ -10,7 +10,8 @@ use crate::control_dir::constant_time_eq;
 use crate::persistence::PersistMsg;
 use crate::registry::{RegistryMsg, Resolved};
 use crate::session::{
-    new_id, SessionActor, SessionArgs, SessionMsg, SessionStart, SpawnContext, WatchLine,
+    new_id, ReadAnswer, SessionActor, SessionArgs, SessionMsg, SessionStart, SpawnContext,
+    WatchLine,
 };
 use crate::session_supervisor::SESSION_ACTOR_PREFIX;
 use crate::stats::Stats;
@@ -41,6 +42,8 @@ pub const DEFAULT_SOURCE: &str = "local-cli";
 
 /// How long an internal request to an actor may take before the caller gets `internal`.
 const ACTOR_CALL_TIMEOUT: Duration = Duration::from_secs(10);
+/// Input waits for the child's tty to take it; give it more than a plain call.
+const INPUT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What every connection needs to route a request.
 pub struct DaemonContext {
@@ -395,6 +398,48 @@ async fn route(call: Call, caller: &str, ctx: &DaemonContext) -> Result<Value, E
             .map(session_result)
         }
         Call::ProfilesList => crate::profiles::list(ctx.profiles_path.as_ref()),
+        Call::Read(p) => {
+            let actor = session_actor(ctx, &p.session_id).await?;
+            let answer = ask(&actor, |r| SessionMsg::Read(p, r), ACTOR_CALL_TIMEOUT).await?;
+            Ok(match answer {
+                ReadAnswer::Snapshot(s) => json!(s),
+                ReadAnswer::Dump(text) => json!({ "text": text }),
+                ReadAnswer::Inspect(doc) => json!(doc),
+            })
+        }
+        Call::Run(p) => {
+            let started = std::time::Instant::now();
+            let actor = session_actor(ctx, &p.session_id).await?;
+            let result = ask(
+                &actor,
+                |reply| SessionMsg::Run {
+                    command: p.command,
+                    timeout: p.timeout,
+                    started,
+                    reply,
+                },
+                p.timeout + ACTOR_CALL_TIMEOUT,
+            )
+            .await??;
+            Ok(json!(result))
+        }
+        Call::SendKeys { session_id, keys } => {
+            let actor = session_actor(ctx, &session_id).await?;
+            ask(&actor, |r| SessionMsg::SendKeys(keys, r), INPUT_TIMEOUT)
+                .await?
+                .map(session_result)
+        }
+        Call::Paste { session_id, text } => {
+            let actor = session_actor(ctx, &session_id).await?;
+            ask(&actor, |r| SessionMsg::Paste(text, r), INPUT_TIMEOUT)
+                .await?
+                .map(session_result)
+        }
+        Call::Resize { session_id, size } => {
+            let actor = session_actor(ctx, &session_id).await?;
+            let result = ask(&actor, |r| SessionMsg::Resize(size, r), ACTOR_CALL_TIMEOUT).await??;
+            Ok(json!(result))
+        }
         Call::Update(p) => {
             let actor = session_actor(ctx, &p.session_id).await?;
             ask(
@@ -452,9 +497,8 @@ async fn route(call: Call, caller: &str, ctx: &DaemonContext) -> Result<Value, E
 async fn action(p: ActionParams, ctx: &DaemonContext) -> Result<Value, ErrorBody> {
     let actor = session_actor(ctx, &p.session_id).await?;
     let action = p.action;
-    // A paste waits for the child's tty to take it; give it more than a plain call.
     let timeout = match action {
-        ActionKind::Input | ActionKind::Submit => Duration::from_secs(30),
+        ActionKind::Input | ActionKind::Submit => INPUT_TIMEOUT,
         _ => ACTOR_CALL_TIMEOUT,
     };
     let view = ask(&actor, |reply| SessionMsg::Action(p, reply), timeout).await??;

@@ -22,6 +22,7 @@ pub mod bus;
 pub mod connection;
 pub mod control_dir;
 pub mod daemon;
+pub mod grid;
 pub mod listener;
 pub mod persistence;
 pub mod profiles;

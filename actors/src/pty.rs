@@ -179,6 +179,26 @@ impl Pty {
         self.reaped
     }
 
+    /// Resize the PTY; returns the size the kernel reports afterwards.
+    pub fn resize(&self, cols: u16, rows: u16) -> io::Result<maxx_protocol::screen::Size> {
+        self.master
+            .resize(PtySize {
+                rows,
+                cols,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .map_err(|e| io::Error::other(e.to_string()))?;
+        let got = self
+            .master
+            .get_size()
+            .map_err(|e| io::Error::other(e.to_string()))?;
+        Ok(maxx_protocol::screen::Size {
+            cols: got.cols,
+            rows: got.rows,
+        })
+    }
+
     /// Foreground process group of the terminal (`tcgetpgrp` on the master).
     pub fn foreground_pgrp(&self) -> Option<i32> {
         self.master.process_group_leader()

@@ -10,6 +10,15 @@ use vte::{Params, Parser, Perform};
 /// Longest title kept, in chars; longer titles are truncated.
 const TITLE_MAX_CHARS: usize = 1024;
 
+/// Something the program announced with an escape sequence, reported as such.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScreenEvent {
+    /// OSC 0/2 set the title.
+    Title(String),
+    /// OSC 133 D: a shell-integrated command finished, with its exit code if given.
+    CommandFinished(Option<i32>),
+}
+
 /// Terminal modes and title, as set by escape sequences.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct ScreenFlags {
@@ -39,14 +48,14 @@ impl Default for LightScreen {
 }
 
 impl LightScreen {
-    /// Feed PTY output. Returns true when the title changed.
-    pub fn advance(&mut self, bytes: &[u8]) -> bool {
-        let before = self.flags.title.clone();
+    /// Feed PTY output; returns the announcements it carried, in order.
+    pub fn advance(&mut self, bytes: &[u8]) -> Vec<ScreenEvent> {
         let mut performer = FlagsPerformer {
             flags: &mut self.flags,
+            events: Vec::new(),
         };
         self.parser.advance(&mut performer, bytes);
-        self.flags.title != before
+        performer.events
     }
 
     /// Current flags.
@@ -57,6 +66,7 @@ impl LightScreen {
 
 struct FlagsPerformer<'a> {
     flags: &'a mut ScreenFlags,
+    events: Vec<ScreenEvent>,
 }
 
 impl Perform for FlagsPerformer<'_> {
@@ -70,7 +80,17 @@ impl Perform for FlagsPerformer<'_> {
                     .filter(|c| !c.is_control())
                     .take(TITLE_MAX_CHARS)
                     .collect();
-                self.flags.title = Some(title);
+                if self.flags.title.as_deref() != Some(title.as_str()) {
+                    self.flags.title = Some(title.clone());
+                    self.events.push(ScreenEvent::Title(title));
+                }
+            }
+            [b"133", mark, rest @ ..] if mark.first() == Some(&b'D') => {
+                let code = rest
+                    .first()
+                    .and_then(|c| std::str::from_utf8(c).ok())
+                    .and_then(|c| c.parse().ok());
+                self.events.push(ScreenEvent::CommandFinished(code));
             }
             _ => {}
         }
@@ -99,15 +119,29 @@ mod tests {
     #[test]
     fn title_and_modes() {
         let mut s = LightScreen::default();
-        assert!(s.advance(b"hello\x1b]2;my; title\x07 more"));
+        assert_eq!(
+            s.advance(b"hello\x1b]2;my; title\x07 more"),
+            [ScreenEvent::Title("my; title".into())]
+        );
         assert_eq!(s.flags().title.as_deref(), Some("my; title"));
-        assert!(!s.advance(b"\x1b[?2004h\x1b[?1;1049h"));
+        assert!(s.advance(b"\x1b[?2004h\x1b[?1;1049h").is_empty());
         assert!(s.flags().bracketed_paste && s.flags().app_cursor && s.flags().alt_screen);
         // Split across chunks.
         s.advance(b"\x1b[?20");
         s.advance(b"04l");
         assert!(!s.flags().bracketed_paste);
-        assert!(s.advance(b"\x1b]0;x\x1b\\"));
+        assert_eq!(s.advance(b"\x1b]0;x\x1b\\").len(), 1);
         assert_eq!(s.flags().title.as_deref(), Some("x"));
+        assert!(
+            s.advance(b"\x1b]0;x\x07").is_empty(),
+            "same title: no event"
+        );
+        assert_eq!(
+            s.advance(b"\x1b]133;D;7\x07\x1b]133;D\x07"),
+            [
+                ScreenEvent::CommandFinished(Some(7)),
+                ScreenEvent::CommandFinished(None)
+            ]
+        );
     }
 }

@@ -11,15 +11,23 @@
 
 use crate::bus::BusMsg;
 use crate::control_dir::constant_time_eq;
+use crate::grid::{logical, Grid, RawRing, Row};
 use crate::persistence::{PersistMsg, Record};
 use crate::pty::{ExitInfo, Pty, PumpEvent, SpawnSpec};
 use crate::registry::RegistryMsg;
-use crate::screen::LightScreen;
+use crate::screen::{LightScreen, ScreenEvent};
 use crate::stats::Stats;
 use maxx_protocol::audit::{AuditEntry, AuditKind};
 use maxx_protocol::error::{ErrorBody, ErrorCode};
+use maxx_protocol::keys::KeyToken;
+use maxx_protocol::limits::{DEFAULT_SCROLLBACK_LINES, RUN_OUTPUT_MAX_BYTES};
 use maxx_protocol::request::{
-    ActionKind, ActionParams, CreateParams, Declaration, InterruptSignal, WaitCondition,
+    ActionKind, ActionParams, CreateParams, Declaration, InterruptSignal, ReadKind, ReadParams,
+    ScrollbackWindow, TextPattern, WaitCondition,
+};
+use maxx_protocol::screen::{
+    Cursor, Foreground, InspectDoc, ResizeResult, RunResult, ScreenState, ScrollbackInfo, Size,
+    SoftWrap, SCREEN_SCHEMA,
 };
 use maxx_protocol::session::{Lifecycle, Outcome, SessionView};
 use maxx_protocol::stream::{SourceKind, StreamEvent, STREAM_SCHEMA};
@@ -83,6 +91,26 @@ pub struct WaitAnswer {
     pub session: SessionView,
     /// For an `event` wait that matched: the entry.
     pub event: Option<AuditEntry>,
+}
+
+/// A screen read's answer.
+#[derive(Debug, Clone)]
+pub enum ReadAnswer {
+    /// `sessions.snapshot`.
+    Snapshot(Box<ScreenState>),
+    /// `sessions.dump`.
+    Dump(String),
+    /// `sessions.inspect`.
+    Inspect(Box<InspectDoc>),
+}
+
+struct RunWaiter {
+    id: u64,
+    command: String,
+    begin: String,
+    end: regex::Regex,
+    started: std::time::Instant,
+    reply: RpcReplyPort<Result<RunResult, ErrorBody>>,
 }
 
 /// One line of a `sessions.watch` stream after its snapshot.
@@ -157,6 +185,27 @@ pub enum SessionMsg {
     SetParent(Option<String>, RpcReplyPort<SessionView>),
     /// `sessions.archive`.
     Archive(Option<String>, RpcReplyPort<SessionView>),
+    /// `sessions.snapshot` / `dump` / `inspect`.
+    Read(ReadParams, RpcReplyPort<ReadAnswer>),
+    /// `sessions.run`: type a sentinel-wrapped command, answer when its end marker shows.
+    Run {
+        /// The command.
+        command: String,
+        /// Budget.
+        timeout: Duration,
+        /// When the budget started (the request's arrival).
+        started: std::time::Instant,
+        /// Answer.
+        reply: RpcReplyPort<Result<RunResult, ErrorBody>>,
+    },
+    /// A run's budget is spent.
+    RunExpired(u64),
+    /// `sessions.send-keys`.
+    SendKeys(Vec<KeyToken>, RpcReplyPort<Result<SessionView, ErrorBody>>),
+    /// `sessions.paste`.
+    Paste(String, RpcReplyPort<Result<SessionView, ErrorBody>>),
+    /// `sessions.resize`.
+    Resize(Size, RpcReplyPort<Result<ResizeResult, ErrorBody>>),
     /// `sessions.restart`, with a replacement command or `None` for the recorded one.
     Restart(Option<String>, RpcReplyPort<Result<SessionView, ErrorBody>>),
     /// Another session took focus.
@@ -193,6 +242,14 @@ pub struct SessionState {
     view: SessionView,
     /// Title and terminal modes from the light vte pass.
     screen: LightScreen,
+    /// Recent raw output, for materialising the grid.
+    ring: RawRing,
+    /// The full screen model, once someone read it.
+    grid: Option<Box<Grid>>,
+    /// History lines the grid keeps.
+    scrollback_lines: usize,
+    /// Pending `run`s.
+    runs: Vec<RunWaiter>,
     /// Secret proof for `register-current`; exported to the child only.
     registration_token: String,
     /// Append-only audit log (never trimmed in memory).
@@ -261,6 +318,10 @@ impl Actor for SessionActor {
                     pty: None,
                     view: session,
                     screen: LightScreen::default(),
+                    ring: RawRing::default(),
+                    grid: None,
+                    scrollback_lines: DEFAULT_SCROLLBACK_LINES,
+                    runs: Vec::new(),
                     registration_token: String::new(),
                     audit,
                     waiters: Vec::new(),
@@ -331,6 +392,10 @@ impl Actor for SessionActor {
             pty: None,
             view,
             screen: LightScreen::default(),
+            ring: RawRing::default(),
+            grid: None,
+            scrollback_lines: params.scrollback_lines.unwrap_or(DEFAULT_SCROLLBACK_LINES),
+            runs: Vec::new(),
             registration_token: String::new(),
             audit: Vec::new(),
             waiters: Vec::new(),
@@ -442,6 +507,41 @@ impl Actor for SessionActor {
                 }
                 state.ack(reply, state.view.clone());
             }
+            SessionMsg::Read(params, reply) => {
+                let _ = reply.send(state.read(&params));
+            }
+            SessionMsg::Run {
+                command,
+                timeout,
+                started,
+                reply,
+            } => state.start_run(&myself, command, timeout, started, reply),
+            SessionMsg::RunExpired(id) => {
+                if let Some(pos) = state.runs.iter().position(|r| r.id == id) {
+                    let run = state.runs.swap_remove(pos);
+                    let _ = run.reply.send(Err(ErrorBody::new(
+                        ErrorCode::Timeout,
+                        format!(
+                            "run gave up after {} ms without seeing its end marker",
+                            run.started.elapsed().as_millis()
+                        ),
+                    )
+                    .with_remedy("raise --timeout, or check the session is at a shell prompt")));
+                }
+            }
+            SessionMsg::SendKeys(keys, reply) => {
+                let app_cursor = state.screen.flags().app_cursor;
+                let bytes = maxx_protocol::keys::encode(&keys, app_cursor);
+                state.write_input(bytes, "send keys to", reply);
+            }
+            SessionMsg::Paste(text, reply) => {
+                let bytes = paste_bytes(&text, state.screen.flags().bracketed_paste);
+                state.write_input(bytes, "paste into", reply);
+            }
+            SessionMsg::Resize(size, reply) => {
+                let result = state.resize(size);
+                let _ = reply.send(result);
+            }
             SessionMsg::Archive(reason, reply) => {
                 state.archive(reason);
                 state.ack(reply, state.view.clone());
@@ -472,6 +572,17 @@ impl Actor for SessionActor {
                     },
                     other => other,
                 };
+                if let WaitCondition::Text(pattern) = &condition {
+                    // Level-triggered: text already on the screen matches at once.
+                    if state.screen_matches(pattern, None) {
+                        let _ = reply.send(WaitAnswer {
+                            outcome: Outcome::Matched,
+                            session: state.view.clone(),
+                            event: None,
+                        });
+                        return Ok(());
+                    }
+                }
                 if let Some((outcome, event)) = state.check(&condition) {
                     let _ = reply.send(WaitAnswer {
                         outcome,
@@ -612,6 +723,8 @@ impl SessionState {
         self.view.pid = Some(pty.pid());
         self.registration_token = registration_token;
         self.screen = LightScreen::default();
+        self.ring = RawRing::default();
+        self.grid = None;
         self.pty = Some(pty);
         Ok(())
     }
@@ -887,6 +1000,8 @@ impl SessionState {
                     ended()
                 }
             }
+            // Matching is done on screen changes (`settle_text`); here only the end.
+            WaitCondition::Text(_) => ended(),
             WaitCondition::Event { name, since } => {
                 let since = since.unwrap_or(0);
                 let hit = self.audit.iter().find(|e| {
@@ -903,12 +1018,30 @@ impl SessionState {
     fn on_pump(&mut self, event: PumpEvent) {
         match event {
             PumpEvent::Output(bytes, permit) => {
-                let title_changed = self.screen.advance(&bytes);
+                let events = self.screen.advance(&bytes);
+                self.ring.push(&bytes);
                 drop(permit);
-                if title_changed {
-                    self.view.terminal_title = self.screen.flags().title.clone();
-                    self.touch();
-                    self.publish();
+                for event in events {
+                    match event {
+                        ScreenEvent::Title(title) => {
+                            self.view.terminal_title = Some(title.clone());
+                            self.mechanical("title", Some(serde_json::json!({ "title": title })));
+                            self.touch();
+                            self.publish();
+                        }
+                        ScreenEvent::CommandFinished(code) => self.mechanical(
+                            "command.finished",
+                            Some(serde_json::json!({ "exit_code": code })),
+                        ),
+                    }
+                }
+                if !self.runs.is_empty()
+                    || self
+                        .waiters
+                        .iter()
+                        .any(|w| matches!(w.condition, WaitCondition::Text(_)))
+                {
+                    self.settle_text(&bytes);
                 }
             }
             PumpEvent::OutputClosed => {}
@@ -1200,6 +1333,363 @@ impl SessionState {
         };
         self.ack(reply, result);
     }
+}
+
+/// Screen readback, waits on text, `run`, keys and resize.
+impl SessionState {
+    /// The grid, materialised from the ring on first use and brought up to date.
+    fn grid(&mut self) -> &mut Grid {
+        let (cols, rows, scrollback) = (self.view.cols, self.view.rows, self.scrollback_lines);
+        let ring = &self.ring;
+        let grid = self
+            .grid
+            .get_or_insert_with(|| Box::new(Grid::materialise(cols, rows, scrollback, ring)));
+        grid.catch_up(ring);
+        grid
+    }
+
+    /// Logical lines of the viewport plus the `back` newest history rows.
+    fn recent_lines(&mut self, back: Option<usize>) -> Vec<String> {
+        let grid = self.grid();
+        let back = back.unwrap_or(0).min(grid.history()) as i32;
+        let rows: Vec<Row> = (-back..grid.rows() as i32).map(|l| grid.row(l)).collect();
+        logical(&rows)
+    }
+
+    /// Whether `pattern` matches a logical line of the viewport (and `back` history rows).
+    fn screen_matches(&mut self, pattern: &TextPattern, back: Option<usize>) -> bool {
+        self.recent_lines(back).iter().any(|l| pattern.matches(l))
+    }
+
+    /// New output arrived while text waits or runs are pending: bring the grid up to date
+    /// and settle them. Rows that scrolled off during this chunk are scanned too.
+    fn settle_text(&mut self, chunk: &[u8]) {
+        let cols = self.view.cols.max(1) as usize;
+        let newlines = chunk.iter().filter(|b| **b == b'\n').count();
+        let back = newlines + chunk.len() / cols + 1;
+        let lines = self.recent_lines(Some(back));
+        let waiters = std::mem::take(&mut self.waiters);
+        for w in waiters {
+            let hit = match &w.condition {
+                WaitCondition::Text(p) => lines.iter().any(|l| p.matches(l)),
+                _ => false,
+            };
+            if hit {
+                Stats::add(&self.spawn.stats.waiters, -1);
+                let _ = w.reply.send(WaitAnswer {
+                    outcome: Outcome::Matched,
+                    session: self.view.clone(),
+                    event: None,
+                });
+            } else {
+                self.waiters.push(w);
+            }
+        }
+        let runs = std::mem::take(&mut self.runs);
+        for run in runs {
+            if lines.iter().any(|l| run.end.is_match(l)) {
+                let result = self.finish_run(&run);
+                let _ = run.reply.send(Ok(result));
+            } else {
+                self.runs.push(run);
+            }
+        }
+    }
+
+    fn start_run(
+        &mut self,
+        myself: &ActorRef<SessionMsg>,
+        command: String,
+        timeout: Duration,
+        started: std::time::Instant,
+        reply: RpcReplyPort<Result<RunResult, ErrorBody>>,
+    ) {
+        let Some(remaining) = timeout.checked_sub(started.elapsed()) else {
+            // Input is never started once the budget is spent.
+            let _ = reply.send(Err(ErrorBody::new(
+                ErrorCode::Timeout,
+                "run's budget was spent before its input could start",
+            )));
+            return;
+        };
+        let pty = match self.require_running("run a command in") {
+            Ok(pty) => pty,
+            Err(e) => {
+                let _ = reply.send(Err(e));
+                return;
+            }
+        };
+        let mut nonce = [0u8; 6];
+        let _ = getrandom::fill(&mut nonce);
+        let tag: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
+        // The markers are printed from two pieces, so the echoed command line (which has
+        // them with a space in between) can never match them.
+        let line = format!(
+            "printf '%s_%s\\n' __MAXX_BEGIN {tag}; ({command}); printf '%s_%s:%d\\n' __MAXX_END {tag} \"$?\"\r"
+        );
+        let end = regex::Regex::new(&format!("__MAXX_END_{tag}:(-?[0-9]+)"))
+            .expect("static pattern compiles");
+        drop(pty.write(line.into_bytes()));
+        // Track the screen from now on.
+        let _ = self.grid();
+        self.next_id += 1;
+        let id = self.next_id;
+        self.runs.push(RunWaiter {
+            id,
+            command,
+            begin: format!("__MAXX_BEGIN_{tag}"),
+            end,
+            started,
+            reply,
+        });
+        myself.send_after(remaining, move || SessionMsg::RunExpired(id));
+    }
+
+    /// Cut the output between a run's markers out of the retained screen.
+    fn finish_run(&mut self, run: &RunWaiter) -> RunResult {
+        let lines = self.recent_lines(Some(usize::MAX));
+        let end_idx = lines.iter().rposition(|l| run.end.is_match(l));
+        let (exit_code, end_idx, end_prefix) = match end_idx {
+            Some(i) => {
+                let caps = run.end.captures(&lines[i]);
+                let code = caps
+                    .as_ref()
+                    .and_then(|c| c.get(1))
+                    .and_then(|m| m.as_str().parse().ok())
+                    .unwrap_or(-1);
+                let prefix = caps
+                    .and_then(|c| c.get(0))
+                    .map(|m| lines[i][..m.start()].to_string())
+                    .unwrap_or_default();
+                (code, i, prefix)
+            }
+            None => (-1, lines.len(), String::new()),
+        };
+        let begin_idx = lines[..end_idx]
+            .iter()
+            .rposition(|l| l.trim_end() == run.begin);
+        let mut output: Vec<&str> = match begin_idx {
+            Some(b) => lines[b + 1..end_idx].iter().map(String::as_str).collect(),
+            None => lines[..end_idx].iter().map(String::as_str).collect(),
+        };
+        if !end_prefix.is_empty() {
+            output.push(&end_prefix);
+        }
+        let mut text = output.join("\n");
+        if text.len() > RUN_OUTPUT_MAX_BYTES {
+            let cut = text.len() - RUN_OUTPUT_MAX_BYTES;
+            let cut = (cut..text.len())
+                .find(|i| text.is_char_boundary(*i))
+                .unwrap_or(cut);
+            text.drain(..cut);
+        }
+        RunResult {
+            command: run.command.clone(),
+            exit_code,
+            output: text,
+            duration_ms: run.started.elapsed().as_millis() as u64,
+            truncated: begin_idx.is_none(),
+        }
+    }
+
+    /// Write input bytes; answer once they are in the tty queue.
+    fn write_input(
+        &self,
+        bytes: Vec<u8>,
+        what: &str,
+        reply: RpcReplyPort<Result<SessionView, ErrorBody>>,
+    ) {
+        let pty = match self.require_running(what) {
+            Ok(pty) => pty,
+            Err(e) => {
+                let _ = reply.send(Err(e));
+                return;
+            }
+        };
+        let written = pty.write(bytes);
+        let view = self.view.clone();
+        tokio::spawn(async move {
+            let result = match written.await {
+                Ok(Ok(())) => Ok(view),
+                _ => Err(ErrorBody::ended(&view.session_id, "its terminal closed")),
+            };
+            let _ = reply.send(result);
+        });
+    }
+
+    fn resize(&mut self, size: Size) -> Result<ResizeResult, ErrorBody> {
+        let Some(pty) = &self.pty else {
+            return Err(ErrorBody::ended(&self.view.session_id, "it is closed"));
+        };
+        let applied = pty
+            .resize(size.cols, size.rows)
+            .map_err(|e| ErrorBody::internal(format!("resize failed: {e}")))?;
+        self.view.cols = applied.cols;
+        self.view.rows = applied.rows;
+        if let Some(grid) = self.grid.as_mut() {
+            grid.catch_up(&self.ring);
+            grid.resize(applied.cols, applied.rows);
+        }
+        self.touch();
+        self.publish();
+        Ok(ResizeResult {
+            schema_version: SCREEN_SCHEMA,
+            session_id: self.view.session_id.clone(),
+            requested: size,
+            applied,
+            held: applied == size,
+        })
+    }
+
+    fn read(&mut self, p: &ReadParams) -> ReadAnswer {
+        match p.kind {
+            ReadKind::Snapshot => ReadAnswer::Snapshot(Box::new(self.snapshot(p))),
+            ReadKind::Dump => {
+                let grid = self.grid();
+                let from = match p.scrollback {
+                    ScrollbackWindow::None => 0,
+                    ScrollbackWindow::All => grid.history() as i32,
+                    ScrollbackWindow::Last(n) => n.min(grid.history()) as i32,
+                };
+                let mut rows: Vec<String> = (-from..grid.rows() as i32)
+                    .map(|l| grid.row(l).text)
+                    .collect();
+                while rows.last().is_some_and(|r| r.is_empty()) {
+                    rows.pop();
+                }
+                ReadAnswer::Dump(rows.join("\n"))
+            }
+            ReadKind::Inspect => {
+                let flags = self.screen.flags().clone();
+                let foreground =
+                    self.pty
+                        .as_ref()
+                        .and_then(Pty::foreground_pgrp)
+                        .map(|pid| Foreground {
+                            pid,
+                            command: proc_cmdline(pid),
+                        });
+                let ring_bytes = self.ring.len() as u64;
+                let exited = self.view.exit_code.is_some() || self.view.exit_signal.is_some();
+                let (session_id, title) = (
+                    self.view.session_id.clone(),
+                    self.view.terminal_title.clone(),
+                );
+                let grid = self.grid();
+                ReadAnswer::Inspect(Box::new(InspectDoc {
+                    schema_version: SCREEN_SCHEMA,
+                    session_id,
+                    grid: Size {
+                        cols: grid.cols(),
+                        rows: grid.rows(),
+                    },
+                    scrollback: ScrollbackInfo {
+                        total: (grid.history() + grid.rows() as usize) as u32,
+                        offset: 0,
+                        len: grid.rows() as u32,
+                    },
+                    alt_screen: grid.alt_screen(),
+                    bracketed_paste: flags.bracketed_paste,
+                    app_cursor: flags.app_cursor,
+                    foreground,
+                    exited,
+                    title,
+                    ring_bytes,
+                    replayed: grid.replayed,
+                }))
+            }
+        }
+    }
+
+    fn snapshot(&mut self, p: &ReadParams) -> ScreenState {
+        let session_id = self.view.session_id.clone();
+        let title = self.view.terminal_title.clone();
+        let scrollback_cap = self.scrollback_lines;
+        let grid = self.grid();
+        let rows = grid.rows() as i32;
+        let history = grid.history();
+        let mut window = p.scrollback;
+        if let (ScrollbackWindow::None, Some(tail)) = (window, p.tail) {
+            // The viewport is a floor: --tail N adds history rows to make N.
+            if tail > rows as usize {
+                window = ScrollbackWindow::Last(tail - rows as usize);
+            }
+        }
+        let (want, asked) = match window {
+            ScrollbackWindow::None => (0, 0),
+            ScrollbackWindow::All => (history, history),
+            ScrollbackWindow::Last(n) => (n.min(history), n),
+        };
+        let lost_history = grid.replayed || history >= scrollback_cap;
+        let truncated = asked > history && lost_history;
+        let history_rows: Vec<Row> = (-(want as i32)..0).map(|l| grid.row(l)).collect();
+        let view_rows: Vec<Row> = (0..rows).map(|l| grid.row(l)).collect();
+        let cells = p.cells.then(|| {
+            let mut out = Vec::new();
+            for line in 0..rows {
+                grid.styled_cells(line, line as u32, &mut out);
+            }
+            out
+        });
+        let (x, y, visible) = grid.cursor();
+        let (lines, scrollback, soft_wrap) = if p.unwrap {
+            (logical(&view_rows), logical(&history_rows), None)
+        } else {
+            let wraps = |rows: &[Row]| -> Vec<u32> {
+                rows.iter()
+                    .enumerate()
+                    .filter(|(_, r)| r.wrapped)
+                    .map(|(i, _)| i as u32)
+                    .collect()
+            };
+            let sw = SoftWrap {
+                lines: wraps(&view_rows),
+                scrollback: wraps(&history_rows),
+            };
+            (
+                view_rows.into_iter().map(|r| r.text).collect(),
+                history_rows.into_iter().map(|r| r.text).collect(),
+                Some(sw),
+            )
+        };
+        ScreenState {
+            schema_version: SCREEN_SCHEMA,
+            session_id,
+            cols: grid.cols(),
+            rows: grid.rows(),
+            cursor: Cursor { x, y, visible },
+            lines,
+            scrollback,
+            cells,
+            soft_wrap,
+            truncated,
+            truncated_reason: truncated.then(|| {
+                if grid.replayed {
+                    "replayed".to_string()
+                } else {
+                    "history_limit".to_string()
+                }
+            }),
+            title,
+        }
+    }
+}
+
+/// `/proc/<pid>/cmdline`, space-joined, bounded (a kernel fact, not an inference).
+fn proc_cmdline(pid: i32) -> Option<String> {
+    use std::io::Read;
+    let mut buf = Vec::new();
+    std::fs::File::open(format!("/proc/{pid}/cmdline"))
+        .ok()?
+        .take(4096)
+        .read_to_end(&mut buf)
+        .ok()?;
+    let text: String = String::from_utf8_lossy(&buf)
+        .split('\0')
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    (!text.is_empty()).then_some(text)
 }
 
 #[cfg(test)]

@@ -28,7 +28,8 @@ pub enum ErrorCode {
     Internal,
     /// `no_daemon`: client-side only; no daemon answered at the socket.
     NoDaemon,
-    /// `timeout`: client-side only; the daemon did not answer in time.
+    /// `timeout`: `sessions.run` spent its budget (CLI exit 125), or the daemon did not
+    /// answer the CLI in time.
     Timeout,
 }
 

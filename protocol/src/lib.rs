@@ -13,6 +13,8 @@
 //! - [`audit`]: audit entries, the per-session record of declarations.
 //! - [`schema`]: the JSON-Schema subset a declared result must satisfy.
 //! - [`stream`]: the event-bus envelope and stream filters.
+//! - [`screen`]: screen readback documents (snapshot, run, resize).
+//! - [`keys`]: `send-keys` names and their encoding.
 //! - [`limits`]: every bound the seed and the brief fix, as named constants.
 //! - [`duration`]: `30s`, `5m`, `1h`, a bare number = seconds.
 //! - [`time`]: RFC 3339 timestamps.
@@ -21,9 +23,11 @@ pub mod audit;
 pub mod duration;
 pub mod envelope;
 pub mod error;
+pub mod keys;
 pub mod limits;
 pub mod request;
 pub mod schema;
+pub mod screen;
 pub mod session;
 pub mod stream;
 pub mod time;

@@ -77,3 +77,15 @@ pub const WATCH_BUFFER: usize = 1024;
 pub const GROUP_MAX_CHARS: usize = 128;
 /// Events the bus retains for `since` replay (oldest evicted first).
 pub const BUS_RETAINED_EVENTS: usize = 10_000;
+/// Raw output each session keeps for materialising its screen on the first read.
+pub const RAW_RING_BYTES: usize = 1024 * 1024;
+/// Default scrollback of a session's screen model, in lines.
+pub const DEFAULT_SCROLLBACK_LINES: usize = 10_000;
+/// Largest scrollback a session may ask for.
+pub const MAX_SCROLLBACK_LINES: usize = 100_000;
+/// Largest `wait --until`/`--regex` pattern.
+pub const PATTERN_MAX_BYTES: usize = 4096;
+/// Default budget of `sessions.run`.
+pub const RUN_DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+/// Largest output `sessions.run` returns.
+pub const RUN_OUTPUT_MAX_BYTES: usize = 1024 * 1024;

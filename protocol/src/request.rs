@@ -47,6 +47,13 @@ pub const METHODS: &[&str] = &[
     "sessions.archive",
     "sessions.restart",
     "profiles.list",
+    "sessions.snapshot",
+    "sessions.dump",
+    "sessions.inspect",
+    "sessions.run",
+    "sessions.send-keys",
+    "sessions.paste",
+    "sessions.resize",
     "daemon.stats",
 ];
 
@@ -111,6 +118,123 @@ pub enum Call {
     },
     /// `profiles.list`: profile names and env key names (never values).
     ProfilesList,
+    /// `sessions.snapshot`, `sessions.dump`, `sessions.inspect`.
+    Read(ReadParams),
+    /// `sessions.run`
+    Run(RunParams),
+    /// `sessions.send-keys`: encoded bytes are computed by the session (mode-dependent).
+    SendKeys {
+        /// Canonical session id.
+        session_id: String,
+        /// Parsed keys.
+        keys: Vec<crate::keys::KeyToken>,
+    },
+    /// `sessions.paste`
+    Paste {
+        /// Canonical session id.
+        session_id: String,
+        /// Text, pasted as one block.
+        text: String,
+    },
+    /// `sessions.resize`
+    Resize {
+        /// Canonical session id.
+        session_id: String,
+        /// Requested size.
+        size: crate::screen::Size,
+    },
+}
+
+/// Which screen read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadKind {
+    /// ScreenState.
+    Snapshot,
+    /// Plain text.
+    Dump,
+    /// Grid, modes, kernel facts.
+    Inspect,
+}
+
+/// How much history a snapshot includes (`scrollback` on the wire).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScrollbackWindow {
+    /// Absent: the viewport only.
+    None,
+    /// `0` (or `true`): every retained row.
+    All,
+    /// `N`: the most recent N rows.
+    Last(usize),
+}
+
+/// `sessions.snapshot` / `sessions.dump` / `sessions.inspect` params.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadParams {
+    /// Canonical session id.
+    pub session_id: String,
+    /// Which read.
+    pub kind: ReadKind,
+    /// History to include.
+    pub scrollback: ScrollbackWindow,
+    /// Styled cells (snapshot).
+    pub cells: bool,
+    /// Join soft-wrapped rows (snapshot; not with cells).
+    pub unwrap: bool,
+    /// At least the viewport, and up to N rows counting back from the bottom.
+    pub tail: Option<usize>,
+}
+
+/// A text condition for `sessions.wait` / `sessions.run`.
+#[derive(Debug, Clone)]
+pub enum TextPattern {
+    /// A substring.
+    Literal(String),
+    /// A regex (validated).
+    Regex(regex::Regex),
+}
+
+impl PartialEq for TextPattern {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (TextPattern::Literal(a), TextPattern::Literal(b)) => a == b,
+            (TextPattern::Regex(a), TextPattern::Regex(b)) => a.as_str() == b.as_str(),
+            _ => false,
+        }
+    }
+}
+
+impl Eq for TextPattern {}
+
+impl TextPattern {
+    /// Whether a logical line matches.
+    pub fn matches(&self, line: &str) -> bool {
+        match self {
+            TextPattern::Literal(s) => line.contains(s.as_str()),
+            TextPattern::Regex(r) => r.is_match(line),
+        }
+    }
+}
+
+/// Compile a `--regex` (bounded size), or refuse it.
+pub fn compile_regex(pattern: &str) -> Result<regex::Regex, ErrorBody> {
+    if pattern.len() > PATTERN_MAX_BYTES {
+        return Err(ErrorBody::invalid("regex is too long"));
+    }
+    regex::RegexBuilder::new(pattern)
+        .size_limit(1 << 20)
+        .build()
+        .map_err(|e| ErrorBody::invalid(format!("invalid regex: {e}")))
+}
+
+/// `sessions.run` params.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunParams {
+    /// Canonical session id.
+    pub session_id: String,
+    /// A POSIX shell command, run in a subshell at the session's prompt.
+    pub command: String,
+    /// The whole budget (default 600 s, at most 1 h).
+    pub timeout: Duration,
 }
 
 impl Call {
@@ -214,6 +338,138 @@ impl Call {
                 let _: Empty = decode(params)?;
                 Call::ProfilesList
             }
+            "sessions.snapshot" | "sessions.dump" | "sessions.inspect" => {
+                #[derive(Deserialize)]
+                #[serde(deny_unknown_fields)]
+                struct Raw {
+                    session_id: String,
+                    scrollback: Option<Value>,
+                    #[serde(default)]
+                    cells: bool,
+                    #[serde(default)]
+                    unwrap: bool,
+                    tail: Option<usize>,
+                }
+                let raw: Raw = decode(params)?;
+                let kind = match method {
+                    "sessions.snapshot" => ReadKind::Snapshot,
+                    "sessions.dump" => ReadKind::Dump,
+                    _ => ReadKind::Inspect,
+                };
+                let scrollback = match raw.scrollback {
+                    None | Some(Value::Null) | Some(Value::Bool(false)) => ScrollbackWindow::None,
+                    Some(Value::Bool(true)) => ScrollbackWindow::All,
+                    Some(Value::Number(n)) => match n.as_u64() {
+                        Some(0) => ScrollbackWindow::All,
+                        Some(n) => {
+                            ScrollbackWindow::Last(n.min(MAX_SCROLLBACK_LINES as u64) as usize)
+                        }
+                        None => return Err(ErrorBody::invalid("scrollback must be a count >= 0")),
+                    },
+                    Some(_) => {
+                        return Err(ErrorBody::invalid(
+                            "scrollback must be a count >= 0 or a boolean",
+                        ))
+                    }
+                };
+                if raw.cells && raw.unwrap {
+                    return Err(ErrorBody::invalid("unwrap cannot combine with cells"));
+                }
+                if kind != ReadKind::Snapshot && (raw.cells || raw.unwrap || raw.tail.is_some()) {
+                    return Err(ErrorBody::invalid(format!(
+                        "{method} does not take cells, unwrap or tail"
+                    )));
+                }
+                Call::Read(ReadParams {
+                    session_id: parse_session_id("session_id", &raw.session_id)?,
+                    kind,
+                    scrollback,
+                    cells: raw.cells,
+                    unwrap: raw.unwrap,
+                    tail: raw.tail.map(|t| t.min(MAX_SCROLLBACK_LINES)),
+                })
+            }
+            "sessions.run" => {
+                #[derive(Deserialize)]
+                #[serde(deny_unknown_fields)]
+                struct Raw {
+                    session_id: String,
+                    command: String,
+                    timeout: Option<Value>,
+                }
+                let raw: Raw = decode(params)?;
+                validate_command(&raw.command)?;
+                if raw.command.contains('\n') || raw.command.contains('\r') {
+                    return Err(ErrorBody::invalid("run takes a one-line command"));
+                }
+                Call::Run(RunParams {
+                    session_id: parse_session_id("session_id", &raw.session_id)?,
+                    command: raw.command,
+                    timeout: decode_timeout(raw.timeout.as_ref())?.unwrap_or(RUN_DEFAULT_TIMEOUT),
+                })
+            }
+            "sessions.send-keys" => {
+                #[derive(Deserialize)]
+                #[serde(deny_unknown_fields)]
+                struct Raw {
+                    session_id: String,
+                    keys: Vec<String>,
+                }
+                let raw: Raw = decode(params)?;
+                let total: usize = raw.keys.iter().map(String::len).sum();
+                if total > INPUT_MAX_BYTES || raw.keys.len() > 4096 {
+                    return Err(ErrorBody::invalid("too many keys"));
+                }
+                Call::SendKeys {
+                    session_id: parse_session_id("session_id", &raw.session_id)?,
+                    keys: crate::keys::parse_keys(&raw.keys)?,
+                }
+            }
+            "sessions.paste" => {
+                #[derive(Deserialize)]
+                #[serde(deny_unknown_fields)]
+                struct Raw {
+                    session_id: String,
+                    text: String,
+                }
+                let raw: Raw = decode(params)?;
+                if raw.text.len() > INPUT_MAX_BYTES {
+                    return Err(ErrorBody::invalid(format!(
+                        "text is {} bytes; the limit is {INPUT_MAX_BYTES}",
+                        raw.text.len()
+                    )));
+                }
+                Call::Paste {
+                    session_id: parse_session_id("session_id", &raw.session_id)?,
+                    text: raw.text,
+                }
+            }
+            "sessions.resize" => {
+                #[derive(Deserialize)]
+                #[serde(deny_unknown_fields)]
+                struct Raw {
+                    session_id: String,
+                    cols: u16,
+                    rows: u16,
+                }
+                let raw: Raw = decode(params)?;
+                if raw.cols == 0
+                    || raw.rows == 0
+                    || raw.cols > MAX_DIMENSION
+                    || raw.rows > MAX_DIMENSION
+                {
+                    return Err(ErrorBody::invalid(format!(
+                        "cols and rows must be 1..={MAX_DIMENSION}"
+                    )));
+                }
+                Call::Resize {
+                    session_id: parse_session_id("session_id", &raw.session_id)?,
+                    size: crate::screen::Size {
+                        cols: raw.cols,
+                        rows: raw.rows,
+                    },
+                }
+            }
             m if m.starts_with("sessions.") && Declaration::is_method(m) => {
                 Call::Declare(DeclareParams::decode(m, params)?)
             }
@@ -250,6 +506,15 @@ impl Call {
             Call::Archive { .. } => "sessions.archive",
             Call::Restart { .. } => "sessions.restart",
             Call::ProfilesList => "profiles.list",
+            Call::Read(p) => match p.kind {
+                ReadKind::Snapshot => "sessions.snapshot",
+                ReadKind::Dump => "sessions.dump",
+                ReadKind::Inspect => "sessions.inspect",
+            },
+            Call::Run(_) => "sessions.run",
+            Call::SendKeys { .. } => "sessions.send-keys",
+            Call::Paste { .. } => "sessions.paste",
+            Call::Resize { .. } => "sessions.resize",
         }
     }
 }
@@ -466,6 +731,8 @@ pub struct CreateParams {
     pub parent: Option<String>,
     /// Profile to start from; explicit fields override it.
     pub profile: Option<String>,
+    /// History lines of the screen model (default 10,000).
+    pub scrollback_lines: Option<usize>,
     /// Which fields the caller set explicitly (so a profile does not override them).
     pub explicit: ExplicitFields,
 }
@@ -506,8 +773,17 @@ impl CreateParams {
             group: Option<String>,
             parent: Option<String>,
             profile: Option<String>,
+            scrollback_lines: Option<usize>,
         }
         let raw: Raw = decode(params)?;
+        if raw
+            .scrollback_lines
+            .is_some_and(|n| n > MAX_SCROLLBACK_LINES)
+        {
+            return Err(ErrorBody::invalid(format!(
+                "scrollback_lines is capped at {MAX_SCROLLBACK_LINES}"
+            )));
+        }
         if let Some(p) = &raw.profile {
             check_chars("profile", p, 128)?;
         }
@@ -598,6 +874,7 @@ impl CreateParams {
             group,
             parent,
             profile: raw.profile,
+            scrollback_lines: raw.scrollback_lines,
             explicit,
         })
     }
@@ -858,7 +1135,7 @@ impl ActionParams {
 }
 
 /// What `sessions.wait` waits for.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum WaitCondition {
     /// `--lifecycle L`: level-triggered on the Maxx-owned lifecycle.
     Lifecycle(Lifecycle),
@@ -872,10 +1149,13 @@ pub enum WaitCondition {
         /// Baseline audit seq; `None` = the current last seq.
         since: Option<u64>,
     },
+    /// `--until TEXT` / `--regex RE`: a logical screen line matches (level-triggered on the
+    /// screen; gated by output:read).
+    Text(TextPattern),
 }
 
 /// `sessions.wait` params.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct WaitParams {
     /// Canonical session id.
     pub session_id: String,
@@ -896,27 +1176,43 @@ impl WaitParams {
             event: Option<String>,
             since: Option<u64>,
             timeout: Option<Value>,
+            until: Option<String>,
+            regex: Option<String>,
         }
         let raw: Raw = decode(params)?;
         let session_id = parse_session_id("session_id", &raw.session_id)?;
-        let condition = match (raw.lifecycle, raw.state, raw.event) {
-            (Some(l), None, None) => WaitCondition::Lifecycle(l),
-            (None, Some(s), None) => {
-                validate_status(&s)?;
-                WaitCondition::State(s)
+        let given = [
+            raw.lifecycle.is_some(),
+            raw.state.is_some(),
+            raw.event.is_some(),
+            raw.until.is_some(),
+            raw.regex.is_some(),
+        ];
+        if given.iter().filter(|g| **g).count() != 1 {
+            return Err(ErrorBody::invalid(
+                "sessions.wait takes exactly one of state, event, lifecycle, until, regex",
+            ));
+        }
+        let condition = if let Some(l) = raw.lifecycle {
+            WaitCondition::Lifecycle(l)
+        } else if let Some(s) = raw.state {
+            validate_status(&s)?;
+            WaitCondition::State(s)
+        } else if let Some(e) = raw.event {
+            validate_event_name(&e)?;
+            WaitCondition::Event {
+                name: e,
+                since: raw.since,
             }
-            (None, None, Some(e)) => {
-                validate_event_name(&e)?;
-                WaitCondition::Event {
-                    name: e,
-                    since: raw.since,
-                }
+        } else if let Some(text) = raw.until {
+            if text.is_empty() || text.len() > PATTERN_MAX_BYTES {
+                return Err(ErrorBody::invalid("until must be 1..=4096 bytes"));
             }
-            _ => {
-                return Err(ErrorBody::invalid(
-                    "sessions.wait takes exactly one of state, event, lifecycle",
-                ))
-            }
+            WaitCondition::Text(TextPattern::Literal(text))
+        } else {
+            WaitCondition::Text(TextPattern::Regex(compile_regex(
+                raw.regex.as_deref().unwrap_or_default(),
+            )?))
         };
         if raw.since.is_some() && !matches!(condition, WaitCondition::Event { .. }) {
             return Err(ErrorBody::invalid("since is only valid with event"));

@@ -1,0 +1,205 @@
+//! Screen readback documents: `sessions.snapshot` (ScreenState), `sessions.inspect`,
+//! `sessions.run` (RunResult) and `sessions.resize`. Reads are explicit caller requests
+//! gated by `output:read`; nothing here ever becomes declared state.
+
+use serde::{Deserialize, Serialize};
+
+/// Version of the ScreenState document. Moves when a key is removed, renamed or retyped,
+/// never when one is added.
+pub const SCREEN_SCHEMA: u32 = 1;
+
+/// Cursor position in the viewport (0-based).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cursor {
+    /// Column.
+    pub x: u16,
+    /// Row.
+    pub y: u16,
+    /// Whether the program shows it (DECTCEM).
+    pub visible: bool,
+}
+
+/// A cell colour: the terminal default, a palette index, or RGB.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CellColor {
+    /// The terminal's default (distinct from explicitly black).
+    Default,
+    /// A palette index (0–255).
+    Palette {
+        /// Index.
+        index: u8,
+    },
+    /// A true colour.
+    Rgb {
+        /// Red.
+        r: u8,
+        /// Green.
+        g: u8,
+        /// Blue.
+        b: u8,
+    },
+}
+
+/// SGR attributes of a cell.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CellStyle {
+    /// SGR 1.
+    pub bold: bool,
+    /// SGR 2.
+    pub dim: bool,
+    /// SGR 3.
+    pub italic: bool,
+    /// SGR 4.
+    pub underline: bool,
+    /// SGR 7.
+    pub inverse: bool,
+    /// SGR 8.
+    pub hidden: bool,
+    /// SGR 9.
+    pub strikethrough: bool,
+    /// Foreground.
+    pub fg: CellColor,
+    /// Background.
+    pub bg: CellColor,
+}
+
+/// One styled cell (`--cells`): only cells with a non-default style are listed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StyledCell {
+    /// Column.
+    pub col: u16,
+    /// Row index into `lines`.
+    pub row: u32,
+    /// The character.
+    pub text: String,
+    /// Its style.
+    pub style: CellStyle,
+}
+
+/// Which rows continue onto the next one (soft wrap), per array.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct SoftWrap {
+    /// Indices into `lines`.
+    pub lines: Vec<u32>,
+    /// Indices into `scrollback`.
+    pub scrollback: Vec<u32>,
+}
+
+/// `sessions.snapshot`: the screen as text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScreenState {
+    /// [`SCREEN_SCHEMA`].
+    pub schema_version: u32,
+    /// The session.
+    pub session_id: String,
+    /// Grid width.
+    pub cols: u16,
+    /// Grid height.
+    pub rows: u16,
+    /// Cursor.
+    pub cursor: Cursor,
+    /// Viewport rows (trailing blanks trimmed), or logical lines with `unwrap`.
+    pub lines: Vec<String>,
+    /// Requested history rows, oldest first (empty unless asked for).
+    pub scrollback: Vec<String>,
+    /// Styled cells with `cells`, else null.
+    pub cells: Option<Vec<StyledCell>>,
+    /// Soft-wrapped rows (absent with `unwrap`, where they are already joined).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub soft_wrap: Option<SoftWrap>,
+    /// Whether the requested window reaches past what is retained.
+    pub truncated: bool,
+    /// Why, when truncated.
+    pub truncated_reason: Option<String>,
+    /// Title from OSC 0/2.
+    pub title: Option<String>,
+}
+
+/// `sessions.run`: the result of a command run between printed sentinels.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    /// The command as given.
+    pub command: String,
+    /// `$?` printed by the end sentinel.
+    pub exit_code: i32,
+    /// Output between the sentinels.
+    pub output: String,
+    /// Wall-clock from the start of the budget.
+    pub duration_ms: u64,
+    /// The begin marker had scrolled out of retained history.
+    pub truncated: bool,
+}
+
+/// A PTY size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Size {
+    /// Columns.
+    pub cols: u16,
+    /// Rows.
+    pub rows: u16,
+}
+
+/// History geometry in `inspect`: rows in total, how far the view is scrolled back, rows shown.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScrollbackInfo {
+    /// History rows plus viewport rows.
+    pub total: u32,
+    /// Rows the view is scrolled back (always 0: maxx never scrolls a reader's view).
+    pub offset: u32,
+    /// Viewport rows.
+    pub len: u32,
+}
+
+/// The foreground process group of the PTY (kernel facts).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Foreground {
+    /// `tcgetpgrp` on the master.
+    pub pid: i32,
+    /// `/proc/<pid>/cmdline`, space-joined (bounded).
+    pub command: Option<String>,
+}
+
+/// `sessions.inspect`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InspectDoc {
+    /// [`SCREEN_SCHEMA`].
+    pub schema_version: u32,
+    /// The session.
+    pub session_id: String,
+    /// Grid size.
+    pub grid: Size,
+    /// History geometry.
+    pub scrollback: ScrollbackInfo,
+    /// Alternate screen active.
+    pub alt_screen: bool,
+    /// DEC 2004 on.
+    pub bracketed_paste: bool,
+    /// DEC 1 on.
+    pub app_cursor: bool,
+    /// The foreground job, while the surface exists.
+    pub foreground: Option<Foreground>,
+    /// The child exited (kernel-reported).
+    pub exited: bool,
+    /// Title from OSC 0/2.
+    pub title: Option<String>,
+    /// Raw output bytes retained for replay.
+    pub ring_bytes: u64,
+    /// The grid had been rebuilt from the ring (history before it is gone).
+    pub replayed: bool,
+}
+
+/// `sessions.resize`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResizeResult {
+    /// [`SCREEN_SCHEMA`].
+    pub schema_version: u32,
+    /// The session.
+    pub session_id: String,
+    /// What was asked.
+    pub requested: Size,
+    /// What the PTY reports now (read back with TIOCGWINSZ).
+    pub applied: Size,
+    /// Whether applied equals requested.
+    pub held: bool,
+}

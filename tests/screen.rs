@@ -1,0 +1,332 @@
+//! Screen readback and input (issue 10): snapshot, dump, inspect, wait for text, run,
+//! send-keys, paste, resize — on real programs in real PTYs.
+
+use crate::common::*;
+use crate::maxx_snapshot;
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+const T: Duration = Duration::from_secs(10);
+
+fn sid(v: &Value) -> String {
+    v["session_id"].as_str().unwrap().to_string()
+}
+
+fn snapshot(d: &Daemon, id: &str, extra: Value) -> Value {
+    let mut p = json!({ "session_id": id });
+    for (k, v) in extra.as_object().unwrap() {
+        p[k] = v.clone();
+    }
+    d.ok("sessions.snapshot", p)
+}
+
+/// Wait until the screen shows `text` (through the daemon's own wait).
+fn until(d: &Daemon, id: &str, text: &str) {
+    let r = d.ok(
+        "sessions.wait",
+        json!({"session_id": id, "until": text, "timeout": 10}),
+    );
+    assert_eq!(r["outcome"], "matched", "{text:?} never appeared");
+}
+
+#[test]
+fn snapshot_shows_printed_text_and_the_cursor() {
+    let d = Daemon::start();
+    let id = sid(&d.create(json!({
+        "command": "printf 'hello\\nworld\\033]2;snap\\007'; exec sleep 30", "cols": 20, "rows": 4
+    })));
+    until(&d, &id, "world");
+    let s = snapshot(&d, &id, json!({}));
+    assert_eq!(s["lines"], json!(["hello", "world", "", ""]));
+    assert_eq!(s["cursor"], json!({"x": 5, "y": 1, "visible": true}));
+    assert_eq!(s["title"], "snap");
+    assert_eq!(s["cols"], 20);
+    maxx_snapshot!("screen_state", s);
+    let dump = d.ok("sessions.dump", json!({"session_id": id}));
+    assert_eq!(dump["text"], "hello\nworld");
+}
+
+#[test]
+fn soft_wrap_unwrap_cells_and_scrollback() {
+    let d = Daemon::start();
+    let id = sid(&d.create(json!({
+        "command": "printf 'abcdefghijKLM\\n'; for i in 1 2 3 4 5 6; do echo line$i; done; printf '\\033[1;31mR\\033[0m'; exec sleep 30",
+        "cols": 10, "rows": 4, "scrollback_lines": 3
+    })));
+    until(&d, &id, "line6");
+    let s = snapshot(&d, &id, json!({"scrollback": 0}));
+    // 9 rows of output (the first wraps) in a 4-row screen with 3 lines of history.
+    assert_eq!(s["lines"], json!(["line4", "line5", "line6", "R"]));
+    assert_eq!(
+        s["scrollback"],
+        json!(["line1", "line2", "line3"]),
+        "history is bounded"
+    );
+    let s = snapshot(&d, &id, json!({"scrollback": 10}));
+    assert_eq!(
+        s["truncated"], true,
+        "asked for more history than is retained"
+    );
+    let cells = snapshot(&d, &id, json!({"cells": true}))["cells"].clone();
+    assert_eq!(cells.as_array().unwrap().len(), 1);
+    assert_eq!(cells[0]["text"], "R");
+    assert_eq!(cells[0]["style"]["bold"], true);
+    assert_eq!(cells[0]["style"]["fg"], json!({"palette": {"index": 1}}));
+    assert_eq!(cells[0]["row"], 3);
+    let id2 = sid(&d.create(
+        json!({"command": "printf 'abcdefghijKLM'; exec sleep 30", "cols": 10, "rows": 3}),
+    ));
+    until(&d, &id2, "KLM");
+    let s = snapshot(&d, &id2, json!({}));
+    assert_eq!(s["lines"], json!(["abcdefghij", "KLM", ""]));
+    assert_eq!(s["soft_wrap"]["lines"], json!([0]));
+    let s = snapshot(&d, &id2, json!({"unwrap": true}));
+    assert_eq!(s["lines"], json!(["abcdefghijKLM", ""]));
+    d.err(
+        "sessions.snapshot",
+        json!({"session_id": id2, "cells": true, "unwrap": true}),
+        "invalid_request",
+    );
+}
+
+#[test]
+fn wait_until_returns_on_later_text_and_times_out_otherwise() {
+    let d = Daemon::start();
+    let id = sid(&d.create(json!({"command": "sleep 1; echo READY-NOW; exec sleep 30"})));
+    let t0 = Instant::now();
+    let out = d.cli(&[
+        "sessions",
+        "wait",
+        &id,
+        "--until",
+        "READY-NOW",
+        "--timeout",
+        "10s",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(t0.elapsed() >= Duration::from_millis(900));
+    let out = d.cli(&[
+        "sessions",
+        "wait",
+        &id,
+        "--regex",
+        "^READY-[A-Z]+$",
+        "--timeout",
+        "5s",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "already on screen: level-triggered"
+    );
+    let out = d.cli(&[
+        "sessions",
+        "wait",
+        &id,
+        "--until",
+        "NEVER",
+        "--timeout",
+        "300ms",
+    ]);
+    assert_eq!(out.status.code(), Some(124));
+    let out = d.cli(&[
+        "sessions",
+        "wait",
+        &id,
+        "--regex",
+        "(unclosed",
+        "--timeout",
+        "5s",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "an invalid regex is a usage error"
+    );
+    assert!(out.stdout.is_empty());
+    d.err(
+        "sessions.wait",
+        json!({"session_id": id, "regex": "(unclosed"}),
+        "invalid_request",
+    );
+    assert_eq!(d.stat("waiters"), 0);
+}
+
+#[test]
+fn wait_until_sees_text_that_scrolled_past_in_one_burst() {
+    let d = Daemon::start();
+    let id = sid(
+        &d.create(json!({"command": "read x; echo NEEDLE; seq 1 500; exec sleep 30", "rows": 5}))
+    );
+    let waiter = d.cli_bg(&[
+        "sessions",
+        "wait",
+        &id,
+        "--until",
+        "NEEDLE",
+        "--timeout",
+        "10s",
+    ]);
+    d.wait_stat("waiters", 1);
+    d.ok(
+        "sessions.action",
+        json!({"session_id": id, "action": "submit", "input": ""}),
+    );
+    assert_eq!(waiter.join().unwrap().status.code(), Some(0));
+}
+
+#[test]
+fn run_mirrors_the_exit_code_and_captures_output() {
+    let d = Daemon::start();
+    let id = sid(&d.create(json!({"command": "sh"})));
+    let out = d.cli(&["sessions", "run", &id, "echo captured; exit 7"]);
+    assert_eq!(out.status.code(), Some(7), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["result"]["output"], "captured");
+    assert_eq!(v["result"]["exit_code"], 7);
+    assert_eq!(v["result"]["truncated"], false);
+    maxx_snapshot!("run_result", {
+        let mut r = v["result"].clone();
+        r["duration_ms"] = json!("[ms]");
+        r
+    });
+    // A command that mentions the marker words cannot confuse it.
+    let out = d.cli(&["sessions", "run", &id, "echo __MAXX_END __MAXX_BEGIN; true"]);
+    assert_eq!(out.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["result"]["output"], "__MAXX_END __MAXX_BEGIN");
+    // Past its budget: 125, no JSON on stdout.
+    let out = d.cli(&["sessions", "run", "--timeout", "500ms", &id, "sleep 3"]);
+    assert_eq!(out.status.code(), Some(125));
+    assert!(out.stdout.is_empty());
+    let err: Value = serde_json::from_slice(&out.stderr).unwrap();
+    assert_eq!(err["error"]["code"], "timeout");
+}
+
+#[test]
+fn send_keys_honours_application_cursor_mode() {
+    let d = Daemon::start();
+    let file = d.path("keys.hex");
+    // Turn on DECCKM, announce readiness, then record the raw bytes of the next 6 keys.
+    let script = format!(
+        "stty raw -echo; printf '\\033[?1h\\033]2;ready\\007'; dd bs=1 count=6 2>/dev/null | od -An -tx1 > {}",
+        file.display()
+    );
+    let id = sid(&d.create(json!({ "command": script })));
+    until_title(&d, &id, "ready");
+    let out = d.cli(&["sessions", "send-keys", &id, "Up", "C-c", "M-x"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let hex = wait_for("the recorded bytes", T, || {
+        read(&file).filter(|s| s.contains("78"))
+    });
+    assert_eq!(
+        hex.split_whitespace().collect::<Vec<_>>(),
+        ["1b", "4f", "41", "03", "1b", "78"]
+    );
+    // Unknown key names are refused before anything is written.
+    let out = d.cli(&["sessions", "send-keys", &id, "Up", "Entr"]);
+    assert_eq!(out.status.code(), Some(2));
+    d.err(
+        "sessions.send-keys",
+        json!({"session_id": id, "keys": ["F13"]}),
+        "invalid_request",
+    );
+}
+
+fn until_title(d: &Daemon, id: &str, title: &str) {
+    wait_for("the title escape", T, || {
+        (d.get(id)["terminal_title"] == title).then_some(())
+    });
+}
+
+#[test]
+fn paste_brackets_only_when_the_program_asked() {
+    let d = Daemon::start();
+    let plain = d.path("plain.bin");
+    let bracketed = d.path("bracketed.bin");
+    let a = sid(&d.create(json!({"command": format!("stty raw -echo; printf '\\033]2;ready\\007'; dd bs=1 count=2 of={} 2>/dev/null", plain.display())})));
+    let b = sid(&d.create(json!({"command": format!("stty raw -echo; printf '\\033[?2004h\\033]2;ready\\007'; dd bs=1 count=14 of={} 2>/dev/null", bracketed.display())})));
+    until_title(&d, &a, "ready");
+    until_title(&d, &b, "ready");
+    d.ok("sessions.paste", json!({"session_id": a, "text": "hi"}));
+    d.ok("sessions.paste", json!({"session_id": b, "text": "hi"}));
+    let p = wait_for("plain bytes", T, || {
+        std::fs::read(&plain).ok().filter(|b| b.len() == 2)
+    });
+    assert_eq!(p, b"hi");
+    let q = wait_for("bracketed bytes", T, || {
+        std::fs::read(&bracketed).ok().filter(|b| b.len() == 14)
+    });
+    assert_eq!(q, b"\x1b[200~hi\x1b[201~");
+}
+
+#[test]
+fn resize_is_seen_by_the_child() {
+    let d = Daemon::start();
+    let id = sid(&d.create(json!({"command": "sh", "cols": 80, "rows": 24})));
+    let r = d.cli_ok(&["sessions", "resize", &id, "--cols", "100", "--rows", "30"]);
+    assert_eq!(r["result"]["applied"], json!({"cols": 100, "rows": 30}));
+    assert_eq!(r["result"]["held"], true);
+    let run = d.ok(
+        "sessions.run",
+        json!({"session_id": id, "command": "stty size", "timeout": 10}),
+    );
+    assert_eq!(run["output"], "30 100");
+    assert_eq!(d.get(&id)["cols"], 100);
+    let s = snapshot(&d, &id, json!({}));
+    assert_eq!(s["rows"], 30);
+    d.err(
+        "sessions.resize",
+        json!({"session_id": id, "cols": 0, "rows": 5}),
+        "invalid_request",
+    );
+}
+
+#[test]
+fn inspect_reports_modes_and_the_foreground_job() {
+    let d = Daemon::start();
+    let id = sid(&d.create(json!({"command": "printf '\\033[?1049h\\033[?2004h\\033]2;tui\\007'; exec sleep 30", "cols": 30, "rows": 6})));
+    until_title(&d, &id, "tui");
+    let doc = d.ok("sessions.inspect", json!({"session_id": id}));
+    assert_eq!(doc["alt_screen"], true);
+    assert_eq!(doc["bracketed_paste"], true);
+    assert_eq!(doc["app_cursor"], false);
+    assert_eq!(doc["grid"], json!({"cols": 30, "rows": 6}));
+    assert_eq!(doc["foreground"]["command"], "sleep 30");
+    assert_eq!(doc["exited"], false);
+    maxx_snapshot!("inspect", {
+        let mut doc = doc.clone();
+        doc["foreground"]["pid"] = json!("[pid]");
+        doc["ring_bytes"] = json!("[bytes]");
+        doc
+    });
+}
+
+#[test]
+fn title_and_osc133_are_mechanical_events() {
+    let d = Daemon::start();
+    let mut s = d.open_stream("stream.watch", json!({}));
+    s.next();
+    let id = sid(&d.create(json!({"command": "read x; printf '\\033]2;building\\007\\033]133;D;3\\007'; exec sleep 30"})));
+    d.ok(
+        "sessions.action",
+        json!({"session_id": id, "action": "submit", "input": ""}),
+    );
+    let mut names = Vec::new();
+    while names.len() < 3 {
+        let e = s.next();
+        names.push((
+            e["event"]["name"].as_str().unwrap().to_string(),
+            e["event"]["payload"].clone(),
+        ));
+    }
+    assert_eq!(names[0].0, "created");
+    assert_eq!(
+        names[1],
+        ("title".to_string(), json!({"title": "building"}))
+    );
+    assert_eq!(
+        names[2],
+        ("command.finished".to_string(), json!({"exit_code": 3}))
+    );
+}
