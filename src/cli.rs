@@ -323,6 +323,9 @@ maxx sessions snapshot ID --scrollback   # all retained history"
     Paste(PasteArgs),
     /// Resize the PTY and the screen model.
     Resize(ResizeArgs),
+    /// Set (or with --restart never, remove) a session's automatic restart policy.
+    #[command(after_help = "Example:\n  maxx sessions set-restart-policy ID --restart on-failure --max-restarts 3 --backoff 1s..30s")]
+    SetRestartPolicy(SetRestartPolicyArgs),
     /// Start a fresh surface under the same session id (--last-command or --command).
     #[command(
         after_help = "Examples:\n  maxx sessions restart ID --last-command\n  maxx sessions restart ID --command 'make test'"
@@ -398,6 +401,14 @@ pub struct ResizeArgs {
     /// Rows.
     #[arg(long)]
     pub rows: u16,
+}
+
+#[derive(Args, Debug)]
+pub struct SetRestartPolicyArgs {
+    /// Session id.
+    pub session_id: String,
+    #[command(flatten)]
+    pub restart: RestartArgsGroup,
 }
 
 #[derive(Args, Debug)]
@@ -679,6 +690,28 @@ pub struct CreateArgs {
     /// History lines of the screen model (default 10000).
     #[arg(long, value_name = "LINES")]
     pub scrollback_lines: Option<usize>,
+    #[command(flatten)]
+    pub restart: RestartArgsGroup,
+}
+
+/// Restart-policy flags shared by `create` and `set-restart-policy`.
+#[derive(Args, Debug, Default)]
+pub struct RestartArgsGroup {
+    /// Restart automatically on the child's exit: never (default), on-failure, always.
+    #[arg(long, value_name = "WHEN")]
+    pub restart: Option<String>,
+    /// Exit codes that count as success for on-failure (default 0), e.g. 0,2.
+    #[arg(long, value_delimiter = ',', value_name = "CODES")]
+    pub restart_exit_codes: Option<Vec<i32>>,
+    /// Give up after this many automatic restarts within --restart-window (default 5).
+    #[arg(long, value_name = "N")]
+    pub max_restarts: Option<u32>,
+    /// The window for --max-restarts (default 10m).
+    #[arg(long, value_name = "DURATION")]
+    pub restart_window: Option<String>,
+    /// Exponential backoff range MIN..MAX (default 1s..1m).
+    #[arg(long, value_name = "MIN..MAX")]
+    pub backoff: Option<String>,
 }
 
 #[derive(Args, Debug)]

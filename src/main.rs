@@ -316,6 +316,18 @@ fn declare(p: &mut Map<String, Value>, session_id: String, source: Option<String
     insert_opt(p, "source", source);
 }
 
+fn restart_params(p: &mut Map<String, Value>, r: RestartArgsGroup) {
+    insert_opt(p, "restart", r.restart);
+    if let Some(codes) = r.restart_exit_codes {
+        p.insert("restart_exit_codes".into(), json!(codes));
+    }
+    if let Some(n) = r.max_restarts {
+        p.insert("max_restarts".into(), json!(n));
+    }
+    insert_opt(p, "restart_window", r.restart_window);
+    insert_opt(p, "backoff", r.backoff);
+}
+
 fn parse_json(flag: &str, text: &str) -> Result<Value, String> {
     serde_json::from_str(text).map_err(|e| format!("{flag} is not valid JSON: {e}"))
 }
@@ -383,6 +395,7 @@ fn sessions_request(verb: SessionsVerb) -> Result<(&'static str, Value, Duration
             if let Some(n) = a.scrollback_lines {
                 p.insert("scrollback_lines".into(), json!(n));
             }
+            restart_params(&mut p, a.restart);
             if let Some(schema) = a.result_schema {
                 p.insert(
                     "result_schema".into(),
@@ -550,6 +563,11 @@ fn sessions_request(verb: SessionsVerb) -> Result<(&'static str, Value, Duration
             p.insert("cols".into(), json!(a.cols));
             p.insert("rows".into(), json!(a.rows));
             "sessions.resize"
+        }
+        SessionsVerb::SetRestartPolicy(a) => {
+            p.insert("session_id".into(), json!(a.session_id));
+            restart_params(&mut p, a.restart);
+            "sessions.set-restart-policy"
         }
         SessionsVerb::Archive(a) => {
             p.insert("session_id".into(), json!(a.session_id));

@@ -7,3 +7,4 @@ mod lifecycle;
 mod screen;
 mod spine;
 mod stream;
+mod supervision;

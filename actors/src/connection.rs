@@ -435,6 +435,16 @@ async fn route(call: Call, caller: &str, ctx: &DaemonContext) -> Result<Value, E
                 .await?
                 .map(session_result)
         }
+        Call::SetRestartPolicy { session_id, policy } => {
+            let actor = session_actor(ctx, &session_id).await?;
+            ask(
+                &actor,
+                |r| SessionMsg::SetRestartPolicy(policy, r),
+                ACTOR_CALL_TIMEOUT,
+            )
+            .await?
+            .map(session_result)
+        }
         Call::Resize { session_id, size } => {
             let actor = session_actor(ctx, &session_id).await?;
             let result = ask(&actor, |r| SessionMsg::Resize(size, r), ACTOR_CALL_TIMEOUT).await??;
@@ -788,6 +798,11 @@ async fn create(
     ctx: &DaemonContext,
 ) -> Result<SessionView, ErrorBody> {
     crate::profiles::apply(&mut params, ctx.profiles_path.as_ref())?;
+    if params.restart_policy.is_some() && params.command.is_none() {
+        return Err(ErrorBody::invalid(
+            "a restart policy needs a command",
+        ));
+    }
     if let Some(parent) = &params.parent {
         let known = ask(
             &ctx.registry,

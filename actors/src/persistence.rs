@@ -176,6 +176,8 @@ fn detach(mut r: Record) -> Record {
     v.pid = None;
     v.focused = false;
     v.restored = true;
+    // A daemon restart never resurrects processes by policy on its own.
+    v.next_restart_at = None;
     r
 }
 
@@ -477,6 +479,9 @@ mod tests {
             agent_type: None,
             agent_type_at: None,
             agent_type_source: None,
+            restart_policy: None,
+            next_restart_at: None,
+            restart_gave_up: false,
         }
     }
 

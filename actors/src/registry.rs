@@ -114,7 +114,7 @@ pub struct GroupAnswer {
 #[derive(Debug, Default)]
 struct GroupIndex {
     members: BTreeSet<String>,
-    /// Members whose lifecycle is `running`.
+    /// Members whose lifecycle is `running` or `backoff`.
     running: usize,
     /// Members per declared workflow state.
     declared: HashMap<WorkflowState, usize>,
@@ -128,7 +128,8 @@ impl GroupIndex {
         } else {
             self.members.remove(&view.session_id);
         }
-        if view.lifecycle == Lifecycle::Running {
+        // A member in backoff will run again: it has not exited.
+        if matches!(view.lifecycle, Lifecycle::Running | Lifecycle::Backoff) {
             bump(&mut self.running);
         }
         if let Some(ws) = view.workflow_state {

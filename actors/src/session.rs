@@ -206,6 +206,13 @@ pub enum SessionMsg {
     Paste(String, RpcReplyPort<Result<SessionView, ErrorBody>>),
     /// `sessions.resize`.
     Resize(Size, RpcReplyPort<Result<ResizeResult, ErrorBody>>),
+    /// `sessions.set-restart-policy`.
+    SetRestartPolicy(
+        Option<maxx_protocol::session::RestartPolicy>,
+        RpcReplyPort<Result<SessionView, ErrorBody>>,
+    ),
+    /// A backoff elapsed; restart if the policy still wants it (generation matches).
+    AutoRestart(u64),
     /// `sessions.restart`, with a replacement command or `None` for the recorded one.
     Restart(Option<String>, RpcReplyPort<Result<SessionView, ErrorBody>>),
     /// Another session took focus.
@@ -221,6 +228,16 @@ pub enum SessionMsg {
 
 /// The actor (stateless configuration; see [`SessionState`]).
 pub struct SessionActor;
+
+/// What a restart policy decides about an exit.
+enum PolicyDecision {
+    /// No policy fires.
+    None,
+    /// Restart after this backoff.
+    Restart(Duration),
+    /// The budget (restarts, window seconds) is spent.
+    GaveUp(u32, u64),
+}
 
 struct Waiter {
     id: u64,
@@ -250,6 +267,14 @@ pub struct SessionState {
     scrollback_lines: usize,
     /// Pending `run`s.
     runs: Vec<RunWaiter>,
+    /// When automatic restarts happened (pruned to the policy window).
+    restart_times: std::collections::VecDeque<std::time::Instant>,
+    /// Bumped whenever a pending automatic restart must not fire any more.
+    restart_generation: u64,
+    /// A caller interrupted this run: its exit is not a crash, the policy does not fire.
+    policy_suppressed: bool,
+    /// The last exit status, as the payload of a `restarted` event it triggers.
+    last_exit: Option<Value>,
     /// Secret proof for `register-current`; exported to the child only.
     registration_token: String,
     /// Append-only audit log (never trimmed in memory).
@@ -322,6 +347,10 @@ impl Actor for SessionActor {
                     grid: None,
                     scrollback_lines: DEFAULT_SCROLLBACK_LINES,
                     runs: Vec::new(),
+                    restart_times: Default::default(),
+                    restart_generation: 0,
+                    policy_suppressed: false,
+                    last_exit: None,
                     registration_token: String::new(),
                     audit,
                     waiters: Vec::new(),
@@ -387,6 +416,9 @@ impl Actor for SessionActor {
             agent_type: None,
             agent_type_at: None,
             agent_type_source: None,
+            restart_policy: params.restart_policy,
+            next_restart_at: None,
+            restart_gave_up: false,
         };
         let mut state = SessionState {
             pty: None,
@@ -396,6 +428,10 @@ impl Actor for SessionActor {
             grid: None,
             scrollback_lines: params.scrollback_lines.unwrap_or(DEFAULT_SCROLLBACK_LINES),
             runs: Vec::new(),
+            restart_times: Default::default(),
+            restart_generation: 0,
+            policy_suppressed: false,
+            last_exit: None,
             registration_token: String::new(),
             audit: Vec::new(),
             waiters: Vec::new(),
@@ -437,7 +473,42 @@ impl Actor for SessionActor {
         state: &mut SessionState,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            SessionMsg::Pump(event) => state.on_pump(event),
+            SessionMsg::Pump(event) => state.on_pump(&myself, event),
+            SessionMsg::AutoRestart(generation) => {
+                if generation == state.restart_generation
+                    && state.view.lifecycle == Lifecycle::Backoff
+                {
+                    let attempt = state.restart_times.len() as u32 + 1;
+                    state.restart_times.push_back(std::time::Instant::now());
+                    let mut trigger = state.last_exit.clone().unwrap_or(Value::Null);
+                    trigger["automatic"] = Value::Bool(true);
+                    trigger["attempt"] = attempt.into();
+                    if let Err(e) = state.restart(&myself, None, Some(trigger)) {
+                        tracing::warn!(session_id = state.view.session_id, error = %e, "automatic restart failed");
+                    }
+                }
+            }
+            SessionMsg::SetRestartPolicy(policy, reply) => {
+                let result = if policy.is_some() && state.view.command.is_none() {
+                    Err(ErrorBody::invalid(
+                        "a restart policy needs a session with a command",
+                    ))
+                } else {
+                    state.view.restart_policy = policy;
+                    if state.view.restart_policy.is_none() && state.view.lifecycle == Lifecycle::Backoff {
+                        // Turning the policy off cancels a pending restart.
+                        state.restart_generation += 1;
+                        state.view.lifecycle = Lifecycle::Exited;
+                        state.view.next_restart_at = None;
+                        state.lifecycle_changed();
+                    } else {
+                        state.touch();
+                        state.publish();
+                    }
+                    Ok(state.view.clone())
+                };
+                state.ack(reply, result);
+            }
             SessionMsg::View(reply) => {
                 let _ = reply.send(state.view.clone());
             }
@@ -547,7 +618,7 @@ impl Actor for SessionActor {
                 state.ack(reply, state.view.clone());
             }
             SessionMsg::Restart(command, reply) => {
-                let result = state.restart(&myself, command);
+                let result = state.restart(&myself, command, None);
                 state.ack(reply, result);
             }
             SessionMsg::Unwatch(id) => {
@@ -755,6 +826,7 @@ impl SessionState {
         &mut self,
         myself: &ActorRef<SessionMsg>,
         command: Option<String>,
+        automatic: Option<Value>,
     ) -> Result<SessionView, ErrorBody> {
         let Some(command) = command.or_else(|| self.view.command.clone()) else {
             return Err(ErrorBody::new(
@@ -804,16 +876,66 @@ impl SessionState {
         v.result = None;
         v.result_at = None;
         v.result_source = None;
+        v.next_restart_at = None;
+        v.restart_gave_up = false;
         let restart_count = v.restart_count;
+        // Any pending automatic restart is superseded by this one.
+        self.restart_generation += 1;
+        self.policy_suppressed = false;
+        let mut payload = automatic.unwrap_or_else(|| serde_json::json!({ "automatic": false }));
+        payload["restart_count"] = restart_count.into();
         self.record(
             AuditKind::Lifecycle,
             Some("restarted".into()),
             None,
-            Some(serde_json::json!({ "restart_count": restart_count })),
+            Some(payload),
             "maxx".into(),
         );
         self.lifecycle_changed();
         Ok(self.view.clone())
+    }
+
+    /// What the restart policy says about the exit that just happened.
+    fn policy_decision(&mut self) -> PolicyDecision {
+        use maxx_protocol::session::RestartMode;
+        let Some(policy) = self.view.restart_policy.clone() else {
+            return PolicyDecision::None;
+        };
+        if self.policy_suppressed {
+            return PolicyDecision::None;
+        }
+        let failed = self.view.exit_signal.is_some()
+            || self
+                .view
+                .exit_code
+                .is_some_and(|c| !policy.exit_codes.contains(&c));
+        let fire = match policy.mode {
+            RestartMode::Never => false,
+            RestartMode::OnFailure => failed,
+            RestartMode::Always => true,
+        };
+        if !fire {
+            return PolicyDecision::None;
+        }
+        let window = Duration::from_secs(policy.window_secs);
+        let now = std::time::Instant::now();
+        while self
+            .restart_times
+            .front()
+            .is_some_and(|t| now.duration_since(*t) > window)
+        {
+            self.restart_times.pop_front();
+        }
+        let recent = self.restart_times.len() as u32;
+        if recent >= policy.max_restarts {
+            return PolicyDecision::GaveUp(recent, policy.window_secs);
+        }
+        let factor = 1u64.checked_shl(recent).unwrap_or(u64::MAX);
+        let delay_ms = policy
+            .backoff_min_ms
+            .saturating_mul(factor)
+            .min(policy.backoff_max_ms);
+        PolicyDecision::Restart(Duration::from_millis(delay_ms))
     }
 
     fn touch(&mut self) {
@@ -981,7 +1103,7 @@ impl SessionState {
             WaitCondition::Lifecycle(wanted) => {
                 let current = self.view.lifecycle;
                 let rank = |l: Lifecycle| match l {
-                    Lifecycle::Running => 0,
+                    Lifecycle::Running | Lifecycle::Backoff => 0,
                     Lifecycle::Exited => 1,
                     Lifecycle::Closed | Lifecycle::Archived => 2,
                 };
@@ -1015,7 +1137,7 @@ impl SessionState {
         }
     }
 
-    fn on_pump(&mut self, event: PumpEvent) {
+    fn on_pump(&mut self, myself: &ActorRef<SessionMsg>, event: PumpEvent) {
         match event {
             PumpEvent::Output(bytes, permit) => {
                 let events = self.screen.advance(&bytes);
@@ -1059,10 +1181,37 @@ impl SessionState {
                         p
                     }
                 };
-                self.mechanical("exited", Some(payload));
+                self.mechanical("exited", Some(payload.clone()));
+                self.last_exit = Some(payload);
                 self.view.pid = None;
                 if self.view.lifecycle == Lifecycle::Running {
-                    self.view.lifecycle = Lifecycle::Exited;
+                    // Decide before anyone sees `exited`: a session its policy will restart
+                    // goes straight to `backoff`.
+                    match self.policy_decision() {
+                        PolicyDecision::Restart(delay) => {
+                            self.view.lifecycle = Lifecycle::Backoff;
+                            self.view.next_restart_at = Some(maxx_protocol::time::rfc3339(
+                                std::time::SystemTime::now() + delay,
+                            ));
+                            self.restart_generation += 1;
+                            let generation = self.restart_generation;
+                            myself.send_after(delay, move || SessionMsg::AutoRestart(generation));
+                        }
+                        PolicyDecision::GaveUp(restarts, window) => {
+                            self.view.lifecycle = Lifecycle::Exited;
+                            self.view.restart_gave_up = true;
+                            self.record(
+                                AuditKind::Lifecycle,
+                                Some("restart.gave_up".into()),
+                                None,
+                                Some(serde_json::json!({
+                                    "restarts": restarts, "window_secs": window
+                                })),
+                                "maxx".into(),
+                            );
+                        }
+                        PolicyDecision::None => self.view.lifecycle = Lifecycle::Exited,
+                    }
                     self.lifecycle_changed();
                 } else {
                     self.touch();
@@ -1296,7 +1445,13 @@ impl SessionState {
                 });
                 return;
             }
-            ActionKind::Interrupt => match self.require_running("interrupt") {
+            ActionKind::Interrupt => match {
+                // A person stopping a job is not a crash: this run's exit does not restart.
+                if self.view.lifecycle == Lifecycle::Running {
+                    self.policy_suppressed = true;
+                }
+                self.require_running("interrupt")
+            } {
                 Ok(pty) => match params.signal {
                     None => {
                         // Ctrl-C through the tty: the line discipline turns it into SIGINT.

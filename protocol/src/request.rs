@@ -8,7 +8,9 @@
 use crate::duration::duration_from_json;
 use crate::error::{ErrorBody, ErrorCode};
 use crate::limits::*;
-use crate::session::{Lifecycle, Location, SplitDirection, WorkflowState};
+use crate::session::{
+    Lifecycle, Location, RestartMode, RestartPolicy, SplitDirection, WorkflowState,
+};
 use crate::stream::{AllCondition, StreamFilter};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -54,6 +56,7 @@ pub const METHODS: &[&str] = &[
     "sessions.send-keys",
     "sessions.paste",
     "sessions.resize",
+    "sessions.set-restart-policy",
     "daemon.stats",
 ];
 
@@ -136,6 +139,13 @@ pub enum Call {
         /// Text, pasted as one block.
         text: String,
     },
+    /// `sessions.set-restart-policy` (`None` = never).
+    SetRestartPolicy {
+        /// Canonical session id.
+        session_id: String,
+        /// The policy.
+        policy: Option<RestartPolicy>,
+    },
     /// `sessions.resize`
     Resize {
         /// Canonical session id.
@@ -143,6 +153,87 @@ pub enum Call {
         /// Requested size.
         size: crate::screen::Size,
     },
+}
+
+/// The restart-policy fields shared by `sessions.create` and `sessions.set-restart-policy`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRestart {
+    restart: Option<RestartMode>,
+    restart_exit_codes: Option<Vec<i32>>,
+    max_restarts: Option<u32>,
+    restart_window: Option<Value>,
+    backoff: Option<String>,
+}
+
+/// Default `max_restarts`.
+pub const DEFAULT_MAX_RESTARTS: u32 = 5;
+/// Default restart window.
+pub const DEFAULT_RESTART_WINDOW: Duration = Duration::from_secs(600);
+/// Default backoff range.
+pub const DEFAULT_BACKOFF: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(60));
+
+impl RawRestart {
+    fn is_empty(&self) -> bool {
+        self.restart.is_none()
+            && self.restart_exit_codes.is_none()
+            && self.max_restarts.is_none()
+            && self.restart_window.is_none()
+            && self.backoff.is_none()
+    }
+
+    /// The policy, or `None` for `never`. Tuning without a mode is refused.
+    fn policy(self) -> Result<Option<RestartPolicy>, ErrorBody> {
+        let mode = match self.restart {
+            None if self.is_empty() => return Ok(None),
+            None => {
+                return Err(ErrorBody::invalid(
+                    "restart_exit_codes, max_restarts, restart_window and backoff need restart",
+                ))
+            }
+            Some(RestartMode::Never) => return Ok(None),
+            Some(m) => m,
+        };
+        let exit_codes = self.restart_exit_codes.unwrap_or_else(|| vec![0]);
+        if exit_codes.len() > 256 || exit_codes.iter().any(|c| !(0..=255).contains(c)) {
+            return Err(ErrorBody::invalid("restart_exit_codes are 0..=255, at most 256"));
+        }
+        let max_restarts = self.max_restarts.unwrap_or(DEFAULT_MAX_RESTARTS);
+        if max_restarts == 0 || max_restarts > 10_000 {
+            return Err(ErrorBody::invalid("max_restarts must be 1..=10000"));
+        }
+        let window = match &self.restart_window {
+            None | Some(Value::Null) => DEFAULT_RESTART_WINDOW,
+            Some(v) => duration_from_json(v).map_err(ErrorBody::invalid)?,
+        };
+        if window.is_zero() || window > Duration::from_secs(7 * 24 * 3600) {
+            return Err(ErrorBody::invalid("restart_window must be between 1s and 7 days"));
+        }
+        let (min, max) = match &self.backoff {
+            None => DEFAULT_BACKOFF,
+            Some(text) => {
+                let (a, b) = text.split_once("..").ok_or_else(|| {
+                    ErrorBody::invalid("backoff is MIN..MAX, e.g. 1s..1m")
+                })?;
+                let min = crate::duration::parse_duration(a).map_err(ErrorBody::invalid)?;
+                let max = crate::duration::parse_duration(b).map_err(ErrorBody::invalid)?;
+                (min, max)
+            }
+        };
+        if min.is_zero() || min > max || max > Duration::from_secs(3600) {
+            return Err(ErrorBody::invalid(
+                "backoff needs 0 < MIN <= MAX <= 1h",
+            ));
+        }
+        Ok(Some(RestartPolicy {
+            mode,
+            exit_codes,
+            max_restarts,
+            window_secs: window.as_secs().max(1),
+            backoff_min_ms: min.as_millis() as u64,
+            backoff_max_ms: max.as_millis() as u64,
+        }))
+    }
 }
 
 /// Which screen read.
@@ -444,6 +535,21 @@ impl Call {
                     text: raw.text,
                 }
             }
+            "sessions.set-restart-policy" => {
+                let mut map = match params {
+                    Value::Object(m) => m,
+                    _ => Map::new(),
+                };
+                let session_id = match map.remove("session_id") {
+                    Some(Value::String(s)) => parse_session_id("session_id", &s)?,
+                    _ => return Err(ErrorBody::invalid("session_id is required")),
+                };
+                let raw: RawRestart = decode(Value::Object(map))?;
+                Call::SetRestartPolicy {
+                    session_id,
+                    policy: raw.policy()?,
+                }
+            }
             "sessions.resize" => {
                 #[derive(Deserialize)]
                 #[serde(deny_unknown_fields)]
@@ -515,6 +621,7 @@ impl Call {
             Call::SendKeys { .. } => "sessions.send-keys",
             Call::Paste { .. } => "sessions.paste",
             Call::Resize { .. } => "sessions.resize",
+            Call::SetRestartPolicy { .. } => "sessions.set-restart-policy",
         }
     }
 }
@@ -733,6 +840,8 @@ pub struct CreateParams {
     pub profile: Option<String>,
     /// History lines of the screen model (default 10,000).
     pub scrollback_lines: Option<usize>,
+    /// Opt-in automatic restart (needs tabs:restart too).
+    pub restart_policy: Option<RestartPolicy>,
     /// Which fields the caller set explicitly (so a profile does not override them).
     pub explicit: ExplicitFields,
 }
@@ -774,8 +883,21 @@ impl CreateParams {
             parent: Option<String>,
             profile: Option<String>,
             scrollback_lines: Option<usize>,
+            restart: Option<RestartMode>,
+            restart_exit_codes: Option<Vec<i32>>,
+            max_restarts: Option<u32>,
+            restart_window: Option<Value>,
+            backoff: Option<String>,
         }
         let raw: Raw = decode(params)?;
+        let restart_policy = RawRestart {
+            restart: raw.restart,
+            restart_exit_codes: raw.restart_exit_codes.clone(),
+            max_restarts: raw.max_restarts,
+            restart_window: raw.restart_window.clone(),
+            backoff: raw.backoff.clone(),
+        }
+        .policy()?;
         if raw
             .scrollback_lines
             .is_some_and(|n| n > MAX_SCROLLBACK_LINES)
@@ -875,6 +997,7 @@ impl CreateParams {
             parent,
             profile: raw.profile,
             scrollback_lines: raw.scrollback_lines,
+            restart_policy,
             explicit,
         })
     }

@@ -20,6 +20,8 @@ pub enum Lifecycle {
     Closed,
     /// The session was archived; the record and its audit log stay readable.
     Archived,
+    /// The child exited and its restart policy will start it again at `next_restart_at`.
+    Backoff,
 }
 
 impl Lifecycle {
@@ -30,6 +32,7 @@ impl Lifecycle {
             Lifecycle::Exited => "exited",
             Lifecycle::Closed => "closed",
             Lifecycle::Archived => "archived",
+            Lifecycle::Backoff => "backoff",
         }
     }
 
@@ -41,7 +44,7 @@ impl Lifecycle {
     /// Whether the run is over (the lifecycle left `running`): `watch` streams end and
     /// `wait --state/--event` answer `ended`.
     pub fn has_ended(self) -> bool {
-        self != Lifecycle::Running
+        !matches!(self, Lifecycle::Running | Lifecycle::Backoff)
     }
 
     /// Whether the session still has a surface (PTY) to act on.
@@ -135,6 +138,15 @@ pub struct SessionView {
     /// Last time maxx observed the surface still existing (used for retention).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_seen_at: Option<String>,
+    /// The opt-in automatic restart policy (absent = never).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_policy: Option<RestartPolicy>,
+    /// In `backoff`: when the next automatic restart happens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_restart_at: Option<String>,
+    /// The restart policy's budget was spent; the session stays `exited`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub restart_gave_up: bool,
     /// Why the session was archived (`archive --reason`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub archive_reason: Option<String>,
@@ -229,4 +241,34 @@ pub enum Outcome {
     Timeout,
     /// The session reached a state from which the condition can no longer hold (CLI exit 1).
     Ended,
+}
+
+/// When a restart policy fires (`restart`): never, on a failing exit, or on any exit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RestartMode {
+    /// `never` (the default).
+    Never,
+    /// `on-failure`: an exit whose code is not in `exit_codes`, or death by a signal.
+    OnFailure,
+    /// `always`: any exit.
+    Always,
+}
+
+/// An opt-in automatic restart policy. The only trigger is the child's exit status as
+/// the kernel reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RestartPolicy {
+    /// When to restart.
+    pub mode: RestartMode,
+    /// Exit codes that count as success for `on-failure` (default `[0]`).
+    pub exit_codes: Vec<i32>,
+    /// At most this many automatic restarts within `window_secs`.
+    pub max_restarts: u32,
+    /// The sliding window for `max_restarts`, in seconds.
+    pub window_secs: u64,
+    /// First backoff delay, in milliseconds (doubles per restart in the window).
+    pub backoff_min_ms: u64,
+    /// Backoff cap, in milliseconds.
+    pub backoff_max_ms: u64,
 }
