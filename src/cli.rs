@@ -51,6 +51,8 @@ pub struct Cli {
     pub command: Command,
 }
 
+// Parsed once per process: the size of the biggest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Run the control plane (foreground unless --detach).
@@ -220,6 +222,7 @@ pub enum LifecycleArg {
     Archived,
 }
 
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 pub enum SessionsVerb {
     /// Start a session in a new PTY (starts a daemon if none answers).
@@ -324,7 +327,9 @@ maxx sessions snapshot ID --scrollback   # all retained history"
     /// Resize the PTY and the screen model.
     Resize(ResizeArgs),
     /// Set (or with --restart never, remove) a session's automatic restart policy.
-    #[command(after_help = "Example:\n  maxx sessions set-restart-policy ID --restart on-failure --max-restarts 3 --backoff 1s..30s")]
+    #[command(
+        after_help = "Example:\n  maxx sessions set-restart-policy ID --restart on-failure --max-restarts 3 --backoff 1s..30s"
+    )]
     SetRestartPolicy(SetRestartPolicyArgs),
     /// Start a fresh surface under the same session id (--last-command or --command).
     #[command(

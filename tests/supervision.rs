@@ -30,12 +30,34 @@ fn time(e: &Value) -> SystemTime {
 fn on_failure_restarts_until_the_budget_then_gives_up() {
     let d = Daemon::start();
     let out = d.cli_ok(&[
-        "sessions", "create", "--command", "exit 1", "--restart", "on-failure",
-        "--max-restarts", "3", "--backoff", "100ms..250ms",
+        "sessions",
+        "create",
+        "--command",
+        "exit 1",
+        "--restart",
+        "on-failure",
+        "--max-restarts",
+        "3",
+        "--backoff",
+        "100ms..250ms",
     ]);
-    let id = out["result"]["session"]["session_id"].as_str().unwrap().to_string();
-    assert_eq!(out["result"]["session"]["restart_policy"]["mode"], "on-failure");
-    let out = d.cli(&["sessions", "wait", &id, "--lifecycle", "exited", "--timeout", "20s"]);
+    let id = out["result"]["session"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        out["result"]["session"]["restart_policy"]["mode"],
+        "on-failure"
+    );
+    let out = d.cli(&[
+        "sessions",
+        "wait",
+        &id,
+        "--lifecycle",
+        "exited",
+        "--timeout",
+        "20s",
+    ]);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let v = d.get(&id);
     assert_eq!(v["restart_count"], 3);
@@ -64,29 +86,61 @@ fn on_failure_restarts_until_the_budget_then_gives_up() {
 fn success_codes_and_always() {
     let d = Daemon::start();
     let a = sid(&d.create(json!({"command": "exit 2", "restart": "on-failure", "restart_exit_codes": [0, 2], "backoff": "50ms..50ms"})));
-    let v = d.ok("sessions.wait", json!({"session_id": a, "lifecycle": "exited", "timeout": 10}))["session"].clone();
+    let v = d.ok(
+        "sessions.wait",
+        json!({"session_id": a, "lifecycle": "exited", "timeout": 10}),
+    )["session"]
+        .clone();
     assert_eq!(v["restart_count"], 0, "exit 2 counts as success");
     assert!(v.get("restart_gave_up").is_none());
     let b = sid(&d.create(json!({"command": "exit 0", "restart": "always", "max_restarts": 2, "backoff": "50ms..50ms"})));
-    let v = d.ok("sessions.wait", json!({"session_id": b, "lifecycle": "exited", "timeout": 10}))["session"].clone();
+    let v = d.ok(
+        "sessions.wait",
+        json!({"session_id": b, "lifecycle": "exited", "timeout": 10}),
+    )["session"]
+        .clone();
     assert_eq!(v["restart_count"], 2, "always restarts a clean exit");
     assert_eq!(v["restart_gave_up"], true);
-    d.err("sessions.create", json!({"command": "x", "restart": "sometimes"}), "invalid_request");
-    d.err("sessions.create", json!({"command": "x", "max_restarts": 3}), "invalid_request");
-    d.err("sessions.create", json!({"command": "x", "restart": "always", "backoff": "2s..1s"}), "invalid_request");
-    d.err("sessions.create", json!({"restart": "always"}), "invalid_request");
+    d.err(
+        "sessions.create",
+        json!({"command": "x", "restart": "sometimes"}),
+        "invalid_request",
+    );
+    d.err(
+        "sessions.create",
+        json!({"command": "x", "max_restarts": 3}),
+        "invalid_request",
+    );
+    d.err(
+        "sessions.create",
+        json!({"command": "x", "restart": "always", "backoff": "2s..1s"}),
+        "invalid_request",
+    );
+    d.err(
+        "sessions.create",
+        json!({"restart": "always"}),
+        "invalid_request",
+    );
 }
 
 #[test]
 fn a_member_in_backoff_has_not_exited() {
     let d = Daemon::start();
     let id = sid(&d.create(json!({"command": "exit 1", "group": "sup", "restart": "on-failure", "max_restarts": 1, "backoff": "1s..1s"})));
-    wait_for("backoff", T, || (d.get(&id)["lifecycle"] == "backoff").then_some(()));
+    wait_for("backoff", T, || {
+        (d.get(&id)["lifecycle"] == "backoff").then_some(())
+    });
     let v = d.get(&id);
     assert!(v["next_restart_at"].is_string());
-    let r = d.ok("stream.wait", json!({"group": "sup", "all": "exited", "timeout": 0.2}));
+    let r = d.ok(
+        "stream.wait",
+        json!({"group": "sup", "all": "exited", "timeout": 0.2}),
+    );
     assert_eq!(r["outcome"], "timeout");
-    let r = d.ok("stream.wait", json!({"group": "sup", "all": "exited", "timeout": 10}));
+    let r = d.ok(
+        "stream.wait",
+        json!({"group": "sup", "all": "exited", "timeout": 10}),
+    );
     assert_eq!(r["outcome"], "matched");
     assert_eq!(d.get(&id)["restart_gave_up"], true);
 }
@@ -94,11 +148,21 @@ fn a_member_in_backoff_has_not_exited() {
 #[test]
 fn archive_during_backoff_cancels_the_restart() {
     let d = Daemon::start();
-    let id = sid(&d.create(json!({"command": "exit 1", "restart": "always", "backoff": "300ms..300ms"})));
-    wait_for("backoff", T, || (d.get(&id)["lifecycle"] == "backoff").then_some(()));
-    d.ok("sessions.archive", json!({"session_id": id, "reason": "stop it"}));
+    let id = sid(
+        &d.create(json!({"command": "exit 1", "restart": "always", "backoff": "300ms..300ms"}))
+    );
+    wait_for("backoff", T, || {
+        (d.get(&id)["lifecycle"] == "backoff").then_some(())
+    });
+    d.ok(
+        "sessions.archive",
+        json!({"session_id": id, "reason": "stop it"}),
+    );
     // Wait past the backoff through a real event: a marker emitted after it.
-    let r = d.ok("sessions.wait", json!({"session_id": id, "lifecycle": "running", "timeout": 1}));
+    let r = d.ok(
+        "sessions.wait",
+        json!({"session_id": id, "lifecycle": "running", "timeout": 1}),
+    );
     assert_eq!(r["outcome"], "ended");
     assert_eq!(d.get(&id)["lifecycle"], "archived");
     assert_eq!(d.get(&id)["restart_count"], 0);
@@ -108,16 +172,32 @@ fn archive_during_backoff_cancels_the_restart() {
 #[test]
 fn an_interrupt_is_not_a_crash() {
     let d = Daemon::start();
-    let id = sid(&d.create(json!({"command": "exec sleep 30", "restart": "on-failure", "backoff": "50ms..50ms"})));
-    d.ok("sessions.action", json!({"session_id": id, "action": "interrupt", "signal": "SIGTERM"}));
-    let v = d.ok("sessions.wait", json!({"session_id": id, "lifecycle": "exited", "timeout": 10}))["session"].clone();
+    let id = sid(&d.create(
+        json!({"command": "exec sleep 30", "restart": "on-failure", "backoff": "50ms..50ms"}),
+    ));
+    d.ok(
+        "sessions.action",
+        json!({"session_id": id, "action": "interrupt", "signal": "SIGTERM"}),
+    );
+    let v = d.ok(
+        "sessions.wait",
+        json!({"session_id": id, "lifecycle": "exited", "timeout": 10}),
+    )["session"]
+        .clone();
     assert_eq!(v["exit_signal"], "SIGTERM");
     assert_eq!(v["restart_count"], 0);
     // A signal from outside (not through maxx) is a crash and restarts.
-    let pid = d.ok("sessions.restart", json!({"session_id": id, "last_command": true}))["session"]["pid"].as_i64().unwrap();
+    let pid = d.ok(
+        "sessions.restart",
+        json!({"session_id": id, "last_command": true}),
+    )["session"]["pid"]
+        .as_i64()
+        .unwrap();
     // SAFETY: killing the test's own grandchild.
     unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-    wait_for("the automatic restart", T, || (d.get(&id)["restart_count"] == 2).then_some(()));
+    wait_for("the automatic restart", T, || {
+        (d.get(&id)["restart_count"] == 2).then_some(())
+    });
     let log = events(&d, &id);
     let last = named(&log, "restarted").last().cloned().unwrap().clone();
     assert_eq!(last["payload"]["automatic"], true);
@@ -127,8 +207,17 @@ fn an_interrupt_is_not_a_crash() {
 #[test]
 fn the_policy_survives_a_daemon_restart_without_resurrecting() {
     let mut d = Daemon::start();
-    let id = sid(&d.create(json!({"command": "sleep 30", "restart": "on-failure", "max_restarts": 7})));
-    d.cli_ok(&["sessions", "set-restart-policy", &id, "--restart", "always", "--max-restarts", "4"]);
+    let id =
+        sid(&d.create(json!({"command": "sleep 30", "restart": "on-failure", "max_restarts": 7})));
+    d.cli_ok(&[
+        "sessions",
+        "set-restart-policy",
+        &id,
+        "--restart",
+        "always",
+        "--max-restarts",
+        "4",
+    ]);
     d.stop_with(libc::SIGTERM);
     d.restart();
     let v = d.get(&id);

@@ -799,9 +799,7 @@ async fn create(
 ) -> Result<SessionView, ErrorBody> {
     crate::profiles::apply(&mut params, ctx.profiles_path.as_ref())?;
     if params.restart_policy.is_some() && params.command.is_none() {
-        return Err(ErrorBody::invalid(
-            "a restart policy needs a command",
-        ));
+        return Err(ErrorBody::invalid("a restart policy needs a command"));
     }
     if let Some(parent) = &params.parent {
         let known = ask(

@@ -495,7 +495,9 @@ impl Actor for SessionActor {
                     ))
                 } else {
                     state.view.restart_policy = policy;
-                    if state.view.restart_policy.is_none() && state.view.lifecycle == Lifecycle::Backoff {
+                    if state.view.restart_policy.is_none()
+                        && state.view.lifecycle == Lifecycle::Backoff
+                    {
                         // Turning the policy off cancels a pending restart.
                         state.restart_generation += 1;
                         state.view.lifecycle = Lifecycle::Exited;
@@ -1383,6 +1385,30 @@ impl SessionState {
         Ok(self.view.clone())
     }
 
+    /// Ctrl-C through the tty (the line discipline turns it into SIGINT), or a signal to
+    /// the foreground process group — never synthesised input for a signal.
+    fn interrupt(&self, signal: Option<InterruptSignal>) -> Result<SessionView, ErrorBody> {
+        let pty = self.require_running("interrupt")?;
+        match signal {
+            None => {
+                drop(pty.write(vec![0x03]));
+                Ok(self.view.clone())
+            }
+            Some(sig) => {
+                let signal = match sig {
+                    InterruptSignal::Int => Signal::SIGINT,
+                    InterruptSignal::Term => Signal::SIGTERM,
+                    InterruptSignal::Kill => Signal::SIGKILL,
+                    InterruptSignal::Hup => Signal::SIGHUP,
+                    InterruptSignal::Quit => Signal::SIGQUIT,
+                };
+                pty.signal_foreground(signal)
+                    .map(|_| self.view.clone())
+                    .map_err(|e| ErrorBody::internal(format!("signal failed: {e}")))
+            }
+        }
+    }
+
     fn require_running(&self, what: &str) -> Result<&Pty, ErrorBody> {
         match (&self.pty, self.view.lifecycle) {
             (Some(pty), Lifecycle::Running) => Ok(pty),
@@ -1445,34 +1471,13 @@ impl SessionState {
                 });
                 return;
             }
-            ActionKind::Interrupt => match {
+            ActionKind::Interrupt => {
                 // A person stopping a job is not a crash: this run's exit does not restart.
                 if self.view.lifecycle == Lifecycle::Running {
                     self.policy_suppressed = true;
                 }
-                self.require_running("interrupt")
-            } {
-                Ok(pty) => match params.signal {
-                    None => {
-                        // Ctrl-C through the tty: the line discipline turns it into SIGINT.
-                        drop(pty.write(vec![0x03]));
-                        Ok(self.view.clone())
-                    }
-                    Some(sig) => {
-                        let signal = match sig {
-                            InterruptSignal::Int => Signal::SIGINT,
-                            InterruptSignal::Term => Signal::SIGTERM,
-                            InterruptSignal::Kill => Signal::SIGKILL,
-                            InterruptSignal::Hup => Signal::SIGHUP,
-                            InterruptSignal::Quit => Signal::SIGQUIT,
-                        };
-                        pty.signal_foreground(signal)
-                            .map(|_| self.view.clone())
-                            .map_err(|e| ErrorBody::internal(format!("signal failed: {e}")))
-                    }
-                },
-                Err(e) => Err(e),
-            },
+                self.interrupt(params.signal)
+            }
             ActionKind::Cancel | ActionKind::Close => {
                 if self.view.lifecycle.has_surface() {
                     // Dropping the PTY hangs up the terminal, signals the child's group and

@@ -196,7 +196,9 @@ impl RawRestart {
         };
         let exit_codes = self.restart_exit_codes.unwrap_or_else(|| vec![0]);
         if exit_codes.len() > 256 || exit_codes.iter().any(|c| !(0..=255).contains(c)) {
-            return Err(ErrorBody::invalid("restart_exit_codes are 0..=255, at most 256"));
+            return Err(ErrorBody::invalid(
+                "restart_exit_codes are 0..=255, at most 256",
+            ));
         }
         let max_restarts = self.max_restarts.unwrap_or(DEFAULT_MAX_RESTARTS);
         if max_restarts == 0 || max_restarts > 10_000 {
@@ -207,23 +209,23 @@ impl RawRestart {
             Some(v) => duration_from_json(v).map_err(ErrorBody::invalid)?,
         };
         if window.is_zero() || window > Duration::from_secs(7 * 24 * 3600) {
-            return Err(ErrorBody::invalid("restart_window must be between 1s and 7 days"));
+            return Err(ErrorBody::invalid(
+                "restart_window must be between 1s and 7 days",
+            ));
         }
         let (min, max) = match &self.backoff {
             None => DEFAULT_BACKOFF,
             Some(text) => {
-                let (a, b) = text.split_once("..").ok_or_else(|| {
-                    ErrorBody::invalid("backoff is MIN..MAX, e.g. 1s..1m")
-                })?;
+                let (a, b) = text
+                    .split_once("..")
+                    .ok_or_else(|| ErrorBody::invalid("backoff is MIN..MAX, e.g. 1s..1m"))?;
                 let min = crate::duration::parse_duration(a).map_err(ErrorBody::invalid)?;
                 let max = crate::duration::parse_duration(b).map_err(ErrorBody::invalid)?;
                 (min, max)
             }
         };
         if min.is_zero() || min > max || max > Duration::from_secs(3600) {
-            return Err(ErrorBody::invalid(
-                "backoff needs 0 < MIN <= MAX <= 1h",
-            ));
+            return Err(ErrorBody::invalid("backoff needs 0 < MIN <= MAX <= 1h"));
         }
         Ok(Some(RestartPolicy {
             mode,
