@@ -25,6 +25,7 @@ pub mod daemon;
 pub mod grid;
 pub mod listener;
 pub mod persistence;
+pub mod policy;
 pub mod profiles;
 pub mod pty;
 pub mod registry;
