@@ -65,6 +65,44 @@ pub enum Command {
     Event(EventCmd),
     /// Agent profiles (named create-time inputs). Bare `maxx profiles` lists them.
     Profiles(ProfilesCmd),
+    /// A table of sessions for people: lifecycle, declared state, summary, group, age.
+    Ls(LsArgs),
+    /// The daemon's version, pid, control dir and session counts.
+    Status(StatusArgs),
+    /// Join this terminal to a session's PTY (default: the focused one). Detach: Ctrl-\ d.
+    #[command(
+        after_help = "Example:\n  maxx attach ID\n  maxx attach --detach-key C-a   # then C-a d to detach"
+    )]
+    Attach(AttachArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct LsArgs {
+    /// Add metadata chips.
+    #[arg(long)]
+    pub wide: bool,
+    /// Print the sessions as JSON instead.
+    #[arg(long)]
+    pub json: bool,
+    /// Only this group.
+    #[arg(long)]
+    pub group: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct StatusArgs {
+    /// Print JSON instead.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct AttachArgs {
+    /// Session id (default: the focused session).
+    pub session_id: Option<String>,
+    /// The key that, followed by `d`, detaches (a single-byte chord).
+    #[arg(long, default_value = "C-\\", value_name = "KEY")]
+    pub detach_key: String,
 }
 
 #[derive(Args, Debug)]

@@ -48,6 +48,8 @@ pub enum ClientError {
     NoDaemon(ErrorBody),
     /// Something else went wrong talking to it: exit 1.
     Failed(ErrorBody),
+    /// The command cannot run as asked (e.g. attach without a terminal): exit 2.
+    Usage(String),
 }
 
 fn no_daemon(target: &Target, why: &str) -> ClientError {
@@ -73,7 +75,7 @@ fn failed(what: &str, e: io::Error) -> ClientError {
 }
 
 /// Connect and send one request line. With `half_close`, shut the write side after it.
-fn send_request(
+pub fn send_request(
     target: &Target,
     method: &str,
     params: Value,

@@ -4,9 +4,11 @@
 //! - [`client`]: one request over the socket.
 //! - [`daemon_cmd`]: `maxx daemon [--detach]`.
 
+mod attach;
 mod cli;
 mod client;
 mod daemon_cmd;
+mod views;
 
 use clap::Parser;
 use cli::*;
@@ -46,6 +48,28 @@ fn run(cli: Cli) -> i32 {
             let built = sessions_request(verb);
             dispatch(&target, &cli.caller, cli.confirm, built)
         }
+        Command::Ls(a) => ls(&target, &cli.caller, a),
+        Command::Status(a) => status(&target, &cli.caller, a),
+        Command::Attach(a) => {
+            let key = match attach::parse_detach_key(&a.detach_key) {
+                Ok(k) => k,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return 2;
+                }
+            };
+            match attach::run(&target, a.session_id, cli.caller.as_deref(), key) {
+                Ok(attach::Outcome::Detached(id)) => {
+                    eprintln!("[detached from {id}]");
+                    0
+                }
+                Ok(attach::Outcome::Ended(id)) => {
+                    eprintln!("[session {id} ended or the daemon went away]");
+                    0
+                }
+                Err(e) => client_error(e),
+            }
+        }
         Command::Profiles(_) => dispatch(
             &target,
             &cli.caller,
@@ -77,6 +101,87 @@ fn run(cli: Cli) -> i32 {
             })();
             dispatch(&target, &cli.caller, cli.confirm, built)
         }
+    }
+}
+
+/// Print a client error and return its exit code.
+fn client_error(e: ClientError) -> i32 {
+    match e {
+        ClientError::NoDaemon(e) => {
+            print_error(&e);
+            EXIT_NO_DAEMON
+        }
+        ClientError::Failed(e) => {
+            print_error(&e);
+            EXIT_FAILED
+        }
+        ClientError::Usage(msg) => {
+            eprintln!("error: {msg}");
+            2
+        }
+    }
+}
+
+/// One request whose `ok` result a human view renders.
+fn fetch(
+    target: &Target,
+    caller: &Option<String>,
+    method: &str,
+    params: Value,
+) -> Result<Value, i32> {
+    match client::request(
+        target,
+        method,
+        params,
+        caller.as_deref(),
+        false,
+        CLIENT_TIMEOUT,
+    ) {
+        Ok(r) if r.ok => Ok(r.result.unwrap_or(Value::Null)),
+        Ok(r) => {
+            print_error(&r.error.unwrap_or_else(|| ErrorBody::internal("ok:false")));
+            Err(EXIT_FAILED)
+        }
+        Err(e) => Err(client_error(e)),
+    }
+}
+
+fn ls(target: &Target, caller: &Option<String>, a: LsArgs) -> i32 {
+    let mut p = Map::new();
+    insert_opt(&mut p, "group", a.group);
+    let result = match fetch(target, caller, "sessions.list", Value::Object(p)) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let sessions = result["sessions"].as_array().cloned().unwrap_or_default();
+    if a.json {
+        println!("{}", Value::Array(sessions));
+    } else {
+        print!(
+            "{}",
+            views::render_table(
+                &sessions,
+                views::width(),
+                a.wide,
+                views::use_color(),
+                std::time::SystemTime::now()
+            )
+        );
+    }
+    0
+}
+
+fn status(target: &Target, caller: &Option<String>, a: StatusArgs) -> i32 {
+    match fetch(target, caller, "daemon.status", json!({})) {
+        Ok(s) if a.json => {
+            println!("{s}");
+            0
+        }
+        Ok(s) => {
+            print!("{}", views::render_status(&s));
+            0
+        }
+        Err(code) => code,
     }
 }
 
@@ -222,14 +327,7 @@ fn watch(
     });
     match result {
         Ok(()) => code,
-        Err(ClientError::NoDaemon(e)) => {
-            print_error(&e);
-            EXIT_NO_DAEMON
-        }
-        Err(ClientError::Failed(e)) => {
-            print_error(&e);
-            EXIT_FAILED
-        }
+        Err(e) => client_error(e),
     }
 }
 
@@ -252,6 +350,7 @@ fn report(method: &str, response: Result<Response, ClientError>) -> i32 {
             }
             return EXIT_FAILED;
         }
+        Err(e) => return client_error(e),
     };
     if !response.ok {
         let error = response

@@ -3,6 +3,7 @@
 
 mod common;
 mod declarations;
+mod human;
 mod lifecycle;
 mod screen;
 mod spine;

@@ -193,6 +193,10 @@ async fn serve(stream: &mut UnixStream, ctx: &DaemonContext) -> Option<Response>
             Ok(()) => return None,
             Err(e) => Err(e),
         },
+        Call::Attach { session_id, size } => match attach(session_id, size, ctx, stream).await {
+            Ok(()) => return None,
+            Err(e) => Err(e),
+        },
         other => route(other, &caller, ctx).await,
     };
     Some(
@@ -340,7 +344,8 @@ async fn route(call: Call, caller: &str, ctx: &DaemonContext) -> Result<Value, E
             Ok(json!({ "session_id": p.session_id, "events": events }))
         }
         Call::Stats => Ok(json!(ctx.spawn.stats.snapshot())),
-        Call::Watch(_) | Call::StreamWatch(_) => {
+        Call::Status => status(ctx).await,
+        Call::Watch(_) | Call::StreamWatch(_) | Call::Attach { .. } => {
             Err(ErrorBody::internal("watch is served as a stream"))
         }
         Call::SetGroup { session_id, group } => {
@@ -784,6 +789,114 @@ async fn stream_wait(p: StreamWaitParams, ctx: &DaemonContext) -> Result<Value, 
             Ok(result)
         }
     }
+}
+
+/// `daemon.status`: who is serving, and a count of sessions by lifecycle.
+async fn status(ctx: &DaemonContext) -> Result<Value, ErrorBody> {
+    let sessions = ask(
+        &ctx.registry,
+        |r| RegistryMsg::List(Default::default(), r),
+        ACTOR_CALL_TIMEOUT,
+    )
+    .await?;
+    let mut by_lifecycle = serde_json::Map::new();
+    for s in &sessions {
+        let n = by_lifecycle.entry(s.lifecycle.as_str()).or_insert(json!(0));
+        *n = json!(n.as_u64().unwrap_or(0) + 1);
+    }
+    let cursor = ask(&ctx.bus, BusMsg::Cursor, ACTOR_CALL_TIMEOUT).await?;
+    let focused = ask(&ctx.registry, RegistryMsg::Focused, ACTOR_CALL_TIMEOUT).await?;
+    Ok(json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "protocol": maxx_protocol::PROTOCOL_VERSION,
+        "pid": std::process::id(),
+        "control_dir": ctx.spawn.control_dir.display().to_string(),
+        "sessions": sessions.len(),
+        "by_lifecycle": by_lifecycle,
+        "focused": focused,
+        "bus_cursor": cursor,
+    }))
+}
+
+/// `sessions.attach`: after one JSON answer line, the connection carries raw PTY output to
+/// the client and framed input/resize/detach from it (see `maxx_protocol::attach`). Ends on
+/// detach, disconnect, the session's end, or a client too slow to take the output.
+async fn attach(
+    session_id: Option<String>,
+    size: Option<maxx_protocol::screen::Size>,
+    ctx: &DaemonContext,
+    stream: &mut UnixStream,
+) -> Result<(), ErrorBody> {
+    use maxx_protocol::attach::*;
+    let id = match session_id {
+        Some(id) => id,
+        None => ask(&ctx.registry, RegistryMsg::Focused, ACTOR_CALL_TIMEOUT)
+            .await?
+            .ok_or_else(|| {
+                ErrorBody::new(ErrorCode::NotFound, "no session is focused")
+                    .with_remedy("name one: `maxx attach ID`")
+            })?,
+    };
+    let actor = session_actor(ctx, &id).await?;
+    if let Some(size) = size {
+        let _ = ask(&actor, |r| SessionMsg::Resize(size, r), ACTOR_CALL_TIMEOUT).await;
+    }
+    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(256);
+    let (sub, view, repaint) = ask(
+        &actor,
+        |reply| SessionMsg::Attach { output: tx, reply },
+        ACTOR_CALL_TIMEOUT,
+    )
+    .await??;
+    let (mut read_half, mut write_half) = stream.split();
+    let mut first = Response::ok(json!({ "session": view })).to_line();
+    first.extend(repaint);
+    let outbound = async {
+        if write_half.write_all(&first).await.is_err() {
+            return;
+        }
+        while let Some(chunk) = rx.recv().await {
+            if write_half.write_all(&chunk).await.is_err() {
+                return;
+            }
+        }
+    };
+    let inbound = async {
+        let mut header = [0u8; 5];
+        loop {
+            if read_half.read_exact(&mut header).await.is_err() {
+                return;
+            }
+            let len = u32::from_be_bytes([header[1], header[2], header[3], header[4]]) as usize;
+            if len > FRAME_MAX {
+                return;
+            }
+            let mut payload = vec![0u8; len];
+            if read_half.read_exact(&mut payload).await.is_err() {
+                return;
+            }
+            match header[0] {
+                FRAME_INPUT => {
+                    let _ = actor.cast(SessionMsg::AttachInput(payload));
+                }
+                FRAME_RESIZE if len == 4 => {
+                    let size = maxx_protocol::screen::Size {
+                        cols: u16::from_be_bytes([payload[0], payload[1]]).max(1),
+                        rows: u16::from_be_bytes([payload[2], payload[3]]).max(1),
+                    };
+                    let _ = ask(&actor, |r| SessionMsg::Resize(size, r), ACTOR_CALL_TIMEOUT).await;
+                }
+                FRAME_DETACH => return,
+                _ => return,
+            }
+        }
+    };
+    tokio::select! {
+        _ = outbound => {}
+        _ = inbound => {}
+    }
+    let _ = actor.cast(SessionMsg::Detach(sub));
+    Ok(())
 }
 
 fn line(value: &Value) -> Vec<u8> {

@@ -64,6 +64,8 @@ pub enum RegistryMsg {
     },
     /// A group wait's timer fired.
     GroupWaitExpired(u64),
+    /// The focused session, if any.
+    Focused(RpcReplyPort<Option<String>>),
     /// The actor and lifecycle of a session, to route a request to it.
     Resolve(String, RpcReplyPort<Option<Resolved>>),
     /// The actor owning a surface.
@@ -400,6 +402,9 @@ impl Actor for RegistryActor {
                     reply,
                 });
                 myself.send_after(timeout, move || RegistryMsg::GroupWaitExpired(id));
+            }
+            RegistryMsg::Focused(reply) => {
+                let _ = reply.send(state.focused.clone());
             }
             RegistryMsg::GroupWaitExpired(id) => {
                 if let Some(pos) = state.group_waiters.iter().position(|w| w.id == id) {

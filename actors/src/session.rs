@@ -93,6 +93,9 @@ pub struct WaitAnswer {
     pub event: Option<AuditEntry>,
 }
 
+/// An attachment's start: its id, the record, and bytes that repaint the screen.
+pub type Attached = (u64, SessionView, Vec<u8>);
+
 /// A screen read's answer.
 #[derive(Debug, Clone)]
 pub enum ReadAnswer {
@@ -213,6 +216,18 @@ pub enum SessionMsg {
     ),
     /// A backoff elapsed; restart if the policy still wants it (generation matches).
     AutoRestart(u64),
+    /// `sessions.attach`: output goes to `output` from now on; the reply carries the
+    /// attachment id, the record, and bytes that repaint the current screen.
+    Attach {
+        /// Where PTY output goes; a full queue detaches the attacher.
+        output: mpsc::Sender<Vec<u8>>,
+        /// Answer.
+        reply: RpcReplyPort<Result<Attached, ErrorBody>>,
+    },
+    /// Input typed by an attached person.
+    AttachInput(Vec<u8>),
+    /// An attacher left.
+    Detach(u64),
     /// `sessions.restart`, with a replacement command or `None` for the recorded one.
     Restart(Option<String>, RpcReplyPort<Result<SessionView, ErrorBody>>),
     /// Another session took focus.
@@ -267,6 +282,8 @@ pub struct SessionState {
     scrollback_lines: usize,
     /// Pending `run`s.
     runs: Vec<RunWaiter>,
+    /// People attached to the PTY (`sessions.attach`).
+    attachers: Vec<(u64, mpsc::Sender<Vec<u8>>)>,
     /// When automatic restarts happened (pruned to the policy window).
     restart_times: std::collections::VecDeque<std::time::Instant>,
     /// Bumped whenever a pending automatic restart must not fire any more.
@@ -347,6 +364,7 @@ impl Actor for SessionActor {
                     grid: None,
                     scrollback_lines: DEFAULT_SCROLLBACK_LINES,
                     runs: Vec::new(),
+                    attachers: Vec::new(),
                     restart_times: Default::default(),
                     restart_generation: 0,
                     policy_suppressed: false,
@@ -428,6 +446,7 @@ impl Actor for SessionActor {
             grid: None,
             scrollback_lines: params.scrollback_lines.unwrap_or(DEFAULT_SCROLLBACK_LINES),
             runs: Vec::new(),
+            attachers: Vec::new(),
             restart_times: Default::default(),
             restart_generation: 0,
             policy_suppressed: false,
@@ -488,6 +507,27 @@ impl Actor for SessionActor {
                     }
                 }
             }
+            SessionMsg::Attach { output, reply } => {
+                if state.pty.is_none() || state.view.lifecycle.has_ended() {
+                    let _ = reply.send(Err(ErrorBody::ended(
+                        &state.view.session_id,
+                        "there is no running program to attach to",
+                    )));
+                    return Ok(());
+                }
+                state.next_id += 1;
+                let id = state.next_id;
+                let repaint = state.repaint();
+                if reply.send(Ok((id, state.view.clone(), repaint))).is_ok() {
+                    state.attachers.push((id, output));
+                }
+            }
+            SessionMsg::AttachInput(bytes) => {
+                if let Some(pty) = &state.pty {
+                    drop(pty.write(bytes));
+                }
+            }
+            SessionMsg::Detach(id) => state.attachers.retain(|(a, _)| *a != id),
             SessionMsg::SetRestartPolicy(policy, reply) => {
                 let result = if policy.is_some() && state.view.command.is_none() {
                     Err(ErrorBody::invalid(
@@ -1009,6 +1049,10 @@ impl SessionState {
     fn lifecycle_changed(&mut self) {
         self.touch();
         self.publish();
+        if self.view.lifecycle.has_ended() {
+            // Closing their queues ends every attachment.
+            self.attachers.clear();
+        }
         self.broadcast(WatchLine::Lifecycle(Box::new(self.view.clone())));
         if self.view.lifecycle.has_ended() {
             self.broadcast(WatchLine::End);
@@ -1145,6 +1189,11 @@ impl SessionState {
                 let events = self.screen.advance(&bytes);
                 self.ring.push(&bytes);
                 drop(permit);
+                if !self.attachers.is_empty() {
+                    // A person who cannot keep up is detached, never allowed to slow the child.
+                    self.attachers
+                        .retain(|(_, tx)| tx.try_send(bytes.clone()).is_ok());
+                }
                 for event in events {
                     match event {
                         ScreenEvent::Title(title) => {
@@ -1508,6 +1557,25 @@ impl SessionState {
         grid
     }
 
+    /// Bytes that repaint the current screen on a freshly attached terminal: the raw output
+    /// itself while the ring holds all of it (exact, colours and modes included), else the
+    /// screen model's text and cursor.
+    fn repaint(&mut self) -> Vec<u8> {
+        let mut out = b"\x1b[H\x1b[2J".to_vec();
+        if self.ring.start() == 0 {
+            let (a, b) = self.ring.since(0);
+            out.extend_from_slice(a);
+            out.extend_from_slice(b);
+            return out;
+        }
+        let grid = self.grid();
+        let rows: Vec<String> = (0..grid.rows() as i32).map(|l| grid.row(l).text).collect();
+        out.extend(rows.join("\r\n").into_bytes());
+        let (x, y, _) = grid.cursor();
+        out.extend(format!("\x1b[{};{}H", y + 1, x + 1).into_bytes());
+        out
+    }
+
     /// Logical lines of the viewport plus the `back` newest history rows.
     fn recent_lines(&mut self, back: Option<usize>) -> Vec<String> {
         let grid = self.grid();
@@ -1625,9 +1693,11 @@ impl SessionState {
             }
             None => (-1, lines.len(), String::new()),
         };
+        // The printed marker can only come from printf (the echoed command line has a space
+        // where it has `_`), but a prompt printed late may share its line.
         let begin_idx = lines[..end_idx]
             .iter()
-            .rposition(|l| l.trim_end() == run.begin);
+            .rposition(|l| l.contains(&run.begin));
         let mut output: Vec<&str> = match begin_idx {
             Some(b) => lines[b + 1..end_idx].iter().map(String::as_str).collect(),
             None => lines[..end_idx].iter().map(String::as_str).collect(),

@@ -20,6 +20,7 @@
 //! - [`time`]: RFC 3339 timestamps.
 
 pub mod audit;
+pub mod capability;
 pub mod duration;
 pub mod envelope;
 pub mod error;
@@ -34,6 +35,19 @@ pub mod time;
 
 pub use envelope::{RequestEnvelope, Response};
 pub use error::{ErrorBody, ErrorCode};
+
+/// Frames a client sends on a `sessions.attach` connection after its request line:
+/// one type byte, a big-endian u32 length, then the payload.
+pub mod attach {
+    /// Payload: raw input bytes for the PTY.
+    pub const FRAME_INPUT: u8 = 0;
+    /// Payload: cols (u16 BE), rows (u16 BE).
+    pub const FRAME_RESIZE: u8 = 1;
+    /// No payload: the person detached.
+    pub const FRAME_DETACH: u8 = 2;
+    /// Largest frame payload accepted.
+    pub const FRAME_MAX: usize = 64 * 1024;
+}
 
 /// Version of the wire protocol. Bump only on an incompatible change.
 pub const PROTOCOL_VERSION: u32 = 1;

@@ -57,6 +57,8 @@ pub const METHODS: &[&str] = &[
     "sessions.paste",
     "sessions.resize",
     "sessions.set-restart-policy",
+    "sessions.attach",
+    "daemon.status",
     "daemon.stats",
 ];
 
@@ -139,6 +141,16 @@ pub enum Call {
         /// Text, pasted as one block.
         text: String,
     },
+    /// `sessions.attach` (streaming, binary after the first line): a person's terminal
+    /// joined to the session's PTY.
+    Attach {
+        /// The session, or `None` for the focused one.
+        session_id: Option<String>,
+        /// The attaching terminal's size, applied to the PTY.
+        size: Option<crate::screen::Size>,
+    },
+    /// `daemon.status`: version, pid, control dir, counts by lifecycle, bus cursor.
+    Status,
     /// `sessions.set-restart-policy` (`None` = never).
     SetRestartPolicy {
         /// Canonical session id.
@@ -537,6 +549,41 @@ impl Call {
                     text: raw.text,
                 }
             }
+            "daemon.status" => {
+                let _: Empty = decode(params)?;
+                Call::Status
+            }
+            "sessions.attach" => {
+                #[derive(Deserialize)]
+                #[serde(deny_unknown_fields)]
+                struct Raw {
+                    session_id: Option<String>,
+                    cols: Option<u16>,
+                    rows: Option<u16>,
+                }
+                let raw: Raw = decode(params)?;
+                let size = match (raw.cols, raw.rows) {
+                    (Some(cols), Some(rows))
+                        if (1..=MAX_DIMENSION).contains(&cols)
+                            && (1..=MAX_DIMENSION).contains(&rows) =>
+                    {
+                        Some(crate::screen::Size { cols, rows })
+                    }
+                    (None, None) => None,
+                    _ => {
+                        return Err(ErrorBody::invalid(format!(
+                            "cols and rows go together, 1..={MAX_DIMENSION}"
+                        )))
+                    }
+                };
+                Call::Attach {
+                    session_id: match raw.session_id {
+                        Some(id) => Some(parse_session_id("session_id", &id)?),
+                        None => None,
+                    },
+                    size,
+                }
+            }
             "sessions.set-restart-policy" => {
                 let mut map = match params {
                     Value::Object(m) => m,
@@ -624,6 +671,8 @@ impl Call {
             Call::Paste { .. } => "sessions.paste",
             Call::Resize { .. } => "sessions.resize",
             Call::SetRestartPolicy { .. } => "sessions.set-restart-policy",
+            Call::Attach { .. } => "sessions.attach",
+            Call::Status => "daemon.status",
         }
     }
 }

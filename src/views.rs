@@ -1,0 +1,256 @@
+//! Human views: `maxx ls` (a table of sessions) and `maxx status` (the daemon line).
+//! Colour only when stdout is a terminal and `NO_COLOR` is unset; `--json` prints the same
+//! data as JSON.
+
+use serde_json::Value;
+use std::time::SystemTime;
+
+/// Whether to colour output written to stdout.
+pub fn use_color() -> bool {
+    std::env::var_os("NO_COLOR").is_none()
+        && nix::unistd::isatty(std::io::stdout()).unwrap_or(false)
+}
+
+/// The terminal's width (stdout), else `$COLUMNS`, else 100.
+pub fn width() -> usize {
+    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+    // SAFETY: TIOCGWINSZ fills a winsize struct we own.
+    if unsafe { libc::ioctl(1, libc::TIOCGWINSZ, &mut ws) } == 0 && ws.ws_col > 0 {
+        return ws.ws_col as usize;
+    }
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .filter(|c| *c >= 20)
+        .unwrap_or(100)
+}
+
+/// `5s`, `3m`, `2h`, `4d`.
+pub fn age(created_at: &str, now: SystemTime) -> String {
+    let Ok(t) = humantime::parse_rfc3339(created_at) else {
+        return "?".into();
+    };
+    let s = now.duration_since(t).map(|d| d.as_secs()).unwrap_or(0);
+    match s {
+        0..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m", s / 60),
+        3600..=86_399 => format!("{}h", s / 3600),
+        _ => format!("{}d", s / 86_400),
+    }
+}
+
+fn paint(text: &str, code: &str, color: bool) -> String {
+    if color && !code.is_empty() {
+        format!("\x1b[{code}m{text}\x1b[0m")
+    } else {
+        text.to_string()
+    }
+}
+
+fn truncate(text: &str, max: usize) -> String {
+    if max == 0 {
+        return String::new();
+    }
+    let n = text.chars().count();
+    if n <= max {
+        text.to_string()
+    } else {
+        let mut s: String = text.chars().take(max.saturating_sub(1)).collect();
+        s.push('…');
+        s
+    }
+}
+
+fn short(id: &str) -> String {
+    id.chars().take(8).collect::<String>().to_lowercase()
+}
+
+fn lifecycle_color(l: &str) -> &'static str {
+    match l {
+        "running" => "32",
+        "backoff" => "33",
+        "exited" => "2",
+        "closed" | "archived" => "2",
+        _ => "",
+    }
+}
+
+fn state_color(s: &str) -> &'static str {
+    match s {
+        "running" => "36",
+        "needsInput" => "33;1",
+        "blocked" => "31;1",
+        "complete" => "32",
+        "failed" => "31",
+        _ => "",
+    }
+}
+
+/// The session table. `sessions` are views from `sessions.list`.
+pub fn render_table(
+    sessions: &[Value],
+    width: usize,
+    wide: bool,
+    color: bool,
+    now: SystemTime,
+) -> String {
+    if sessions.is_empty() {
+        return "no sessions\n".into();
+    }
+    struct Row {
+        cells: Vec<String>,
+        colors: Vec<&'static str>,
+    }
+    let header = [
+        "ID",
+        "TITLE",
+        "LIFECYCLE",
+        "STATE",
+        "GROUP",
+        "PARENT",
+        "RST",
+        "AGE",
+        "SUMMARY",
+    ];
+    let mut rows: Vec<Row> = Vec::new();
+    for s in sessions {
+        let str_of = |k: &str| s[k].as_str().unwrap_or("").to_string();
+        let lifecycle = str_of("lifecycle");
+        let mut lc = lifecycle.clone();
+        if lifecycle == "exited" {
+            match (&s["exit_code"], &s["exit_signal"]) {
+                (Value::Number(n), _) => lc = format!("exited({n})"),
+                (_, Value::String(sig)) => lc = format!("exited({sig})"),
+                _ => {}
+            }
+        }
+        if s["restart_gave_up"] == true {
+            lc.push('!');
+        }
+        let state = str_of("workflow_state");
+        let title = s["title"]
+            .as_str()
+            .or_else(|| s["command"].as_str())
+            .unwrap_or("(shell)")
+            .to_string();
+        let mut summary = str_of("summary");
+        if wide {
+            if let Some(m) = s["metadata"].as_object() {
+                let chips: Vec<String> = m
+                    .iter()
+                    .map(|(k, v)| {
+                        let v = match v {
+                            Value::String(s) => s.clone(),
+                            other => other.to_string(),
+                        };
+                        format!("[{k}={v}]")
+                    })
+                    .collect();
+                if !chips.is_empty() {
+                    summary = format!("{} {summary}", chips.join(" ")).trim().to_string();
+                }
+            }
+        }
+        let focus = if s["focused"] == true { "*" } else { " " };
+        rows.push(Row {
+            cells: vec![
+                format!("{}{focus}", short(&str_of("session_id"))),
+                title,
+                lc,
+                if state.is_empty() {
+                    "-".into()
+                } else {
+                    state.clone()
+                },
+                s["group"].as_str().unwrap_or("-").to_string(),
+                s["parent_id"]
+                    .as_str()
+                    .map(short)
+                    .unwrap_or_else(|| "-".into()),
+                s["restart_count"].to_string(),
+                age(&str_of("created_at"), now),
+                summary,
+            ],
+            colors: vec![
+                "",
+                "1",
+                lifecycle_color(&lifecycle),
+                state_color(&state),
+                "35",
+                "",
+                "",
+                "2",
+                "",
+            ],
+        });
+    }
+    // Column widths: fixed columns sized to content; TITLE capped; SUMMARY takes the rest.
+    let n = header.len();
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for r in &rows {
+        for (i, c) in r.cells.iter().enumerate() {
+            widths[i] = widths[i].max(c.chars().count());
+        }
+    }
+    widths[1] = widths[1].min(28);
+    widths[4] = widths[4].min(20);
+    let fixed: usize = widths[..n - 1].iter().sum::<usize>() + 2 * (n - 1);
+    widths[n - 1] = width.saturating_sub(fixed).max(8);
+    let mut out = String::new();
+    let line = |cells: &[String], colors: Option<&[&'static str]>| -> String {
+        let mut l = String::new();
+        for i in 0..n {
+            let text = truncate(&cells[i], widths[i]);
+            let pad = if i + 1 == n {
+                String::new()
+            } else {
+                " ".repeat(widths[i] - text.chars().count() + 2)
+            };
+            let code = colors.map_or("", |c| c[i]);
+            l.push_str(&paint(&text, code, color));
+            l.push_str(&pad);
+        }
+        l.trim_end().to_string()
+    };
+    let header_cells: Vec<String> = header.iter().map(|h| h.to_string()).collect();
+    out.push_str(&paint(&line(&header_cells, None), "1", color));
+    out.push('\n');
+    for r in &rows {
+        out.push_str(&line(&r.cells, Some(&r.colors)));
+        out.push('\n');
+    }
+    out
+}
+
+/// The `maxx status` text from `daemon.status`.
+pub fn render_status(status: &Value) -> String {
+    let by = status["by_lifecycle"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| format!("{v} {k}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default();
+    let mut out = format!(
+        "maxx {} (pid {}) — control dir {}\n",
+        status["version"].as_str().unwrap_or("?"),
+        status["pid"],
+        status["control_dir"].as_str().unwrap_or("?"),
+    );
+    out.push_str(&format!(
+        "sessions: {}{}\n",
+        status["sessions"],
+        if by.is_empty() {
+            String::new()
+        } else {
+            format!(" ({by})")
+        }
+    ));
+    if let Some(f) = status["focused"].as_str() {
+        out.push_str(&format!("focused: {}\n", short(f)));
+    }
+    out.push_str(&format!("bus cursor: {}\n", status["bus_cursor"]));
+    out
+}
