@@ -65,6 +65,8 @@ pub enum Command {
     Event(EventCmd),
     /// Agent profiles (named create-time inputs). Bare `maxx profiles` lists them.
     Profiles(ProfilesCmd),
+    /// Inspect the capability policy: check a decision, list sources, validate a file.
+    Policy(PolicyCmd),
     /// A table of sessions for people: lifecycle, declared state, summary, group, age.
     Ls(LsArgs),
     /// The daemon's version, pid, control dir and session counts.
@@ -74,6 +76,37 @@ pub enum Command {
         after_help = "Example:\n  maxx attach ID\n  maxx attach --detach-key C-a   # then C-a d to detach"
     )]
     Attach(AttachArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct PolicyCmd {
+    #[command(subcommand)]
+    pub verb: PolicyVerb,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum PolicyVerb {
+    /// The decision for (--as source, --capability, --target), with the reason. No side effect.
+    #[command(
+        after_help = "Examples:\n  maxx policy check --as readonly-external --capability tabs:close\n  \
+maxx policy check --capability output:read"
+    )]
+    Check {
+        /// e.g. tabs:spawn, output:read.
+        #[arg(long)]
+        capability: String,
+        /// The session (or group) it would act on.
+        #[arg(long)]
+        target: Option<String>,
+    },
+    /// Every active source and whether the policy file loaded (or why it was rejected).
+    Sources,
+    /// Check a policy file offline (no daemon needed): exit 0 valid, 1 invalid with reasons.
+    Validate {
+        /// The file.
+        #[arg(long)]
+        config: PathBuf,
+    },
 }
 
 #[derive(Args, Debug)]

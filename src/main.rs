@@ -48,6 +48,47 @@ fn run(cli: Cli) -> i32 {
             let built = sessions_request(verb);
             dispatch(&target, &cli.caller, cli.confirm, built)
         }
+        Command::Policy(p) => match p.verb {
+            PolicyVerb::Check {
+                capability,
+                target: on,
+            } => {
+                let mut params = Map::new();
+                params.insert("capability".into(), json!(capability));
+                insert_opt(&mut params, "target", on);
+                dispatch(
+                    &target,
+                    &cli.caller,
+                    cli.confirm,
+                    Ok(("policy.check", Value::Object(params), CLIENT_TIMEOUT)),
+                )
+            }
+            PolicyVerb::Sources => dispatch(
+                &target,
+                &cli.caller,
+                cli.confirm,
+                Ok(("policy.sources", json!({}), CLIENT_TIMEOUT)),
+            ),
+            PolicyVerb::Validate { config } => {
+                match maxx_actors::policy::validate_config_file(&config) {
+                    Ok(summary) => {
+                        println!("{}", json!({"ok": true, "result": summary}));
+                        0
+                    }
+                    Err(reasons) => {
+                        eprintln!(
+                            "{}",
+                            json!({"ok": false, "error": {
+                                "code": "invalid_request",
+                                "message": format!("{} is not a valid policy", config.display()),
+                                "reasons": reasons,
+                            }})
+                        );
+                        EXIT_FAILED
+                    }
+                }
+            }
+        },
         Command::Ls(a) => ls(&target, &cli.caller, a),
         Command::Status(a) => status(&target, &cli.caller, a),
         Command::Attach(a) => {

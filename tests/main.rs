@@ -5,6 +5,7 @@ mod common;
 mod declarations;
 mod human;
 mod lifecycle;
+mod policy;
 mod screen;
 mod spine;
 mod stream;

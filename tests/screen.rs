@@ -17,12 +17,13 @@ fn snapshot(d: &Daemon, id: &str, extra: Value) -> Value {
     for (k, v) in extra.as_object().unwrap() {
         p[k] = v.clone();
     }
-    d.ok("sessions.snapshot", p)
+    d.ok_as(READER, "sessions.snapshot", p)
 }
 
 /// Wait until the screen shows `text` (through the daemon's own wait).
 fn until(d: &Daemon, id: &str, text: &str) {
-    let r = d.ok(
+    let r = d.ok_as(
+        READER,
         "sessions.wait",
         json!({"session_id": id, "until": text, "timeout": 10}),
     );
@@ -42,7 +43,7 @@ fn snapshot_shows_printed_text_and_the_cursor() {
     assert_eq!(s["title"], "snap");
     assert_eq!(s["cols"], 20);
     maxx_snapshot!("screen_state", s);
-    let dump = d.ok("sessions.dump", json!({"session_id": id}));
+    let dump = d.ok_as(READER, "sessions.dump", json!({"session_id": id}));
     assert_eq!(dump["text"], "hello\nworld");
 }
 
@@ -95,6 +96,8 @@ fn wait_until_returns_on_later_text_and_times_out_otherwise() {
     let id = sid(&d.create(json!({"command": "sleep 1; echo READY-NOW; exec sleep 30"})));
     let t0 = Instant::now();
     let out = d.cli(&[
+        "--as",
+        READER,
         "sessions",
         "wait",
         &id,
@@ -106,6 +109,8 @@ fn wait_until_returns_on_later_text_and_times_out_otherwise() {
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert!(t0.elapsed() >= Duration::from_millis(900));
     let out = d.cli(&[
+        "--as",
+        READER,
         "sessions",
         "wait",
         &id,
@@ -120,6 +125,8 @@ fn wait_until_returns_on_later_text_and_times_out_otherwise() {
         "already on screen: level-triggered"
     );
     let out = d.cli(&[
+        "--as",
+        READER,
         "sessions",
         "wait",
         &id,
@@ -130,6 +137,8 @@ fn wait_until_returns_on_later_text_and_times_out_otherwise() {
     ]);
     assert_eq!(out.status.code(), Some(124));
     let out = d.cli(&[
+        "--as",
+        READER,
         "sessions",
         "wait",
         &id,
@@ -144,11 +153,12 @@ fn wait_until_returns_on_later_text_and_times_out_otherwise() {
         "an invalid regex is a usage error"
     );
     assert!(out.stdout.is_empty());
-    d.err(
+    let r = d.call_as(
+        READER,
         "sessions.wait",
         json!({"session_id": id, "regex": "(unclosed"}),
-        "invalid_request",
     );
+    assert_eq!(r["error"]["code"], "invalid_request");
     assert_eq!(d.stat("waiters"), 0);
 }
 
@@ -159,6 +169,8 @@ fn wait_until_sees_text_that_scrolled_past_in_one_burst() {
         &d.create(json!({"command": "read x; echo NEEDLE; seq 1 500; exec sleep 30", "rows": 5}))
     );
     let waiter = d.cli_bg(&[
+        "--as",
+        READER,
         "sessions",
         "wait",
         &id,
@@ -179,7 +191,14 @@ fn wait_until_sees_text_that_scrolled_past_in_one_burst() {
 fn run_mirrors_the_exit_code_and_captures_output() {
     let d = Daemon::start();
     let id = sid(&d.create(json!({"command": "sh"})));
-    let out = d.cli(&["sessions", "run", &id, "echo captured; exit 7"]);
+    let out = d.cli(&[
+        "--as",
+        READER,
+        "sessions",
+        "run",
+        &id,
+        "echo captured; exit 7",
+    ]);
     assert_eq!(out.status.code(), Some(7), "{out:?}");
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["result"]["output"], "captured");
@@ -191,12 +210,28 @@ fn run_mirrors_the_exit_code_and_captures_output() {
         r
     });
     // A command that mentions the marker words cannot confuse it.
-    let out = d.cli(&["sessions", "run", &id, "echo __MAXX_END __MAXX_BEGIN; true"]);
+    let out = d.cli(&[
+        "--as",
+        READER,
+        "sessions",
+        "run",
+        &id,
+        "echo __MAXX_END __MAXX_BEGIN; true",
+    ]);
     assert_eq!(out.status.code(), Some(0));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["result"]["output"], "__MAXX_END __MAXX_BEGIN");
     // Past its budget: 125, no JSON on stdout.
-    let out = d.cli(&["sessions", "run", "--timeout", "500ms", &id, "sleep 3"]);
+    let out = d.cli(&[
+        "--as",
+        READER,
+        "sessions",
+        "run",
+        "--timeout",
+        "500ms",
+        &id,
+        "sleep 3",
+    ]);
     assert_eq!(out.status.code(), Some(125));
     assert!(out.stdout.is_empty());
     let err: Value = serde_json::from_slice(&out.stderr).unwrap();
@@ -267,7 +302,8 @@ fn resize_is_seen_by_the_child() {
     let r = d.cli_ok(&["sessions", "resize", &id, "--cols", "100", "--rows", "30"]);
     assert_eq!(r["result"]["applied"], json!({"cols": 100, "rows": 30}));
     assert_eq!(r["result"]["held"], true);
-    let run = d.ok(
+    let run = d.ok_as(
+        READER,
         "sessions.run",
         json!({"session_id": id, "command": "stty size", "timeout": 10}),
     );
@@ -287,7 +323,7 @@ fn inspect_reports_modes_and_the_foreground_job() {
     let d = Daemon::start();
     let id = sid(&d.create(json!({"command": "printf '\\033[?1049h\\033[?2004h\\033]2;tui\\007'; exec sleep 30", "cols": 30, "rows": 6})));
     until_title(&d, &id, "tui");
-    let doc = d.ok("sessions.inspect", json!({"session_id": id}));
+    let doc = d.ok_as(READER, "sessions.inspect", json!({"session_id": id}));
     assert_eq!(doc["alt_screen"], true);
     assert_eq!(doc["bracketed_paste"], true);
     assert_eq!(doc["app_cursor"], false);
@@ -329,4 +365,37 @@ fn title_and_osc133_are_mechanical_events() {
         names[2],
         ("command.finished".to_string(), json!({"exit_code": 3}))
     );
+}
+
+#[test]
+fn every_read_is_denied_without_output_read() {
+    let d = Daemon::start();
+    let id = sid(&d.create(json!({"command": "sh"})));
+    let reads = [
+        ("sessions.snapshot", json!({"session_id": id})),
+        ("sessions.dump", json!({"session_id": id})),
+        ("sessions.inspect", json!({"session_id": id})),
+        (
+            "sessions.wait",
+            json!({"session_id": id, "until": "x", "timeout": 1}),
+        ),
+        (
+            "sessions.run",
+            json!({"session_id": id, "command": "true", "timeout": 1}),
+        ),
+    ];
+    for (method, params) in reads {
+        for caller in ["local-cli", "readonly-external"] {
+            let r = d.call_as(caller, method, params.clone());
+            assert_eq!(
+                r["error"]["code"], "unauthorized",
+                "{method} as {caller}: {r}"
+            );
+        }
+        d.err(method, params.clone(), "unauthorized");
+    }
+    let out = d.cli(&["sessions", "snapshot", &id]);
+    assert_eq!(out.status.code(), Some(1));
+    let err: Value = serde_json::from_slice(&out.stderr).unwrap();
+    assert_eq!(err["error"]["code"], "unauthorized");
 }

@@ -59,6 +59,8 @@ pub struct DaemonContext {
     pub persist: ActorRef<PersistMsg>,
     /// The agent profiles file, if any.
     pub profiles_path: Option<PathBuf>,
+    /// The capability policy every request passes before any side effect.
+    pub policy: ActorRef<crate::policy::PolicyMsg>,
     /// Parent of new session actors.
     pub session_supervisor: ActorCell,
     /// Facts for building a child's environment.
@@ -171,6 +173,9 @@ struct Request {
     id: Option<Value>,
     call: Call,
     caller: String,
+    /// The `caller` field as sent (`None` = the default local source).
+    claimed: Option<String>,
+    confirm: bool,
 }
 
 /// Serve one request. `None` when the answer was already streamed.
@@ -179,11 +184,22 @@ async fn serve(stream: &mut UnixStream, ctx: &DaemonContext) -> Option<Response>
         Ok(line) => line,
         Err(e) => return Some(Response::err(e)),
     };
-    let Request { id, call, caller } = match decode_request(&line, ctx) {
+    let Request {
+        id,
+        call,
+        caller,
+        claimed,
+        confirm,
+    } = match decode_request(&line, ctx) {
         Ok(request) => request,
         Err(response) => return Some(*response),
     };
     tracing::debug!(method = call.method(), caller, "request");
+    // The policy decides before anything runs — before any session or parent lookup, so a
+    // denied caller learns nothing about which ids exist.
+    if let Err(e) = authorize(&call, claimed, confirm, ctx).await {
+        return Some(Response::err(e).with_id(id));
+    }
     let result = match call {
         Call::Watch(p) => match watch(p, ctx, stream).await {
             Ok(()) => return None,
@@ -241,10 +257,44 @@ fn decode_request(line: &[u8], ctx: &DaemonContext) -> Result<Request, Box<Respo
     };
     let call =
         Call::decode(method, envelope.params).map_err(|e| Response::err(e).with_id(id.clone()))?;
-    let caller = envelope
-        .caller
+    let claimed = envelope.caller;
+    let caller = claimed
+        .clone()
         .unwrap_or_else(|| DEFAULT_SOURCE.to_string());
-    Ok(Request { id, call, caller })
+    Ok(Request {
+        id,
+        call,
+        caller,
+        claimed,
+        confirm: envelope.confirm.unwrap_or(false),
+    })
+}
+
+/// Ask the policy about a request; `unauthorized` / `confirmation_required` stop it.
+async fn authorize(
+    call: &Call,
+    caller: Option<String>,
+    confirm: bool,
+    ctx: &DaemonContext,
+) -> Result<(), ErrorBody> {
+    let capabilities = call.capabilities();
+    if capabilities.is_empty() {
+        return Ok(());
+    }
+    let decision = ask(
+        &ctx.policy,
+        |reply| crate::policy::PolicyMsg::Evaluate {
+            caller,
+            capabilities,
+            target: call.target(),
+            method: call.method(),
+            confirm,
+            reply,
+        },
+        ACTOR_CALL_TIMEOUT,
+    )
+    .await?;
+    decision.into_result()
 }
 
 /// Ask an actor and wait for the answer, mapping a dead or stuck actor to `internal`.
@@ -345,6 +395,30 @@ async fn route(call: Call, caller: &str, ctx: &DaemonContext) -> Result<Value, E
         }
         Call::Stats => Ok(json!(ctx.spawn.stats.snapshot())),
         Call::Status => status(ctx).await,
+        Call::PolicyCheck { capability, target } => {
+            let claimed = (caller != DEFAULT_SOURCE).then(|| caller.to_string());
+            let result = ask(
+                &ctx.policy,
+                |reply| crate::policy::PolicyMsg::Check {
+                    caller: claimed,
+                    capability,
+                    target,
+                    reply,
+                },
+                ACTOR_CALL_TIMEOUT,
+            )
+            .await?;
+            Ok(json!(result))
+        }
+        Call::PolicySources => {
+            let report = ask(
+                &ctx.policy,
+                crate::policy::PolicyMsg::Sources,
+                ACTOR_CALL_TIMEOUT,
+            )
+            .await?;
+            Ok(json!(report))
+        }
         Call::Watch(_) | Call::StreamWatch(_) | Call::Attach { .. } => {
             Err(ErrorBody::internal("watch is served as a stream"))
         }

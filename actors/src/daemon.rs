@@ -111,6 +111,7 @@ pub async fn run(
             dir: dir.clone(),
             fsync: config.fsync,
             profiles_path: crate::profiles::profiles_path(),
+            policy_path: crate::policy::policy_path(),
         },
     )
     .await

@@ -39,6 +39,8 @@ pub struct RootArgs {
     pub fsync: bool,
     /// The agent profiles file.
     pub profiles_path: Option<PathBuf>,
+    /// The capability policy file.
+    pub policy_path: Option<PathBuf>,
 }
 
 /// No messages besides supervision events.
@@ -72,6 +74,13 @@ impl Actor for RootSupervisor {
                 dir: args.dir,
                 fsync: args.fsync,
             },
+            cell.clone(),
+        )
+        .await?;
+        let (policy, _) = Actor::spawn_linked(
+            Some("policy".into()),
+            crate::policy::PolicyActor,
+            args.policy_path,
             cell.clone(),
         )
         .await?;
@@ -136,6 +145,7 @@ impl Actor for RootSupervisor {
             bus_capacity: args.bus_capacity,
             persist,
             profiles_path: args.profiles_path,
+            policy,
             session_supervisor: sessions.get_cell(),
             spawn: args.spawn,
             default_cwd: args.default_cwd,

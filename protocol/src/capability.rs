@@ -306,3 +306,138 @@ mod tests {
         }
     }
 }
+
+/// The capability table: what each method needs. `docs/protocol.md` prints it. Entries
+/// with conditions are refined by [`Call::capabilities`]:
+/// - `sessions.create` with `group` or `parent` also needs `groups:create`; with a restart
+///   policy also `tabs:restart`. Create-time metadata rides on `tabs:spawn`.
+/// - `sessions.update` that sets `status` needs `state:set` (the stronger gate when both are
+///   present); a metadata-only update needs `metadata:set`.
+/// - `sessions.action` depends on the action: focus → `tabs:focus`, input/submit →
+///   `input:send`, cancel/close → `tabs:close`, interrupt → `keys:press`.
+/// - `sessions.wait` with `until`/`regex` reads the screen: `output:read`.
+pub const METHOD_CAPABILITIES: &[(&str, &[Capability])] = {
+    use Capability::*;
+    &[
+        ("sessions.create", &[TabsSpawn]),
+        ("sessions.get", &[TabsList]),
+        ("sessions.list", &[TabsList]),
+        ("sessions.update", &[MetadataSet]),
+        ("sessions.action", &[TabsFocus]),
+        ("sessions.cancel", &[TabsClose]),
+        ("sessions.wait", &[TabsList]),
+        ("sessions.watch", &[TabsList]),
+        ("sessions.events", &[TabsList]),
+        ("sessions.register-current", &[TabsList]),
+        ("sessions.declare-state", &[StateSet]),
+        ("sessions.emit-event", &[StateSet]),
+        ("sessions.set-metadata", &[MetadataSet]),
+        ("sessions.remove-metadata", &[MetadataSet]),
+        ("sessions.clear-metadata", &[MetadataSet]),
+        ("sessions.set-state", &[StateSet]),
+        ("sessions.set-summary", &[StateSet]),
+        ("sessions.set-result", &[StateSet]),
+        ("sessions.clear-result", &[StateSet]),
+        ("sessions.set-result-schema", &[StateSet]),
+        ("sessions.clear-result-schema", &[StateSet]),
+        ("sessions.set-agent-type", &[StateSet]),
+        ("sessions.set-group", &[GroupsCreate]),
+        ("sessions.set-parent", &[GroupsCreate]),
+        ("stream.watch", &[TabsList]),
+        ("stream.wait", &[TabsList]),
+        ("event.emit", &[StateSet]),
+        ("sessions.archive", &[TabsClose]),
+        ("sessions.restart", &[TabsRestart]),
+        ("profiles.list", &[ProfilesList]),
+        ("sessions.snapshot", &[OutputRead]),
+        ("sessions.dump", &[OutputRead]),
+        ("sessions.inspect", &[OutputRead]),
+        ("sessions.run", &[OutputRead, InputSend]),
+        ("sessions.send-keys", &[KeysPress]),
+        ("sessions.paste", &[InputSend]),
+        ("sessions.resize", &[InputSend]),
+        ("sessions.set-restart-policy", &[TabsRestart]),
+        ("sessions.attach", &[SurfaceAttach]),
+        ("daemon.status", &[TabsList]),
+        ("daemon.stats", &[TabsList]),
+        ("policy.check", &[]),
+        ("policy.sources", &[]),
+    ]
+};
+
+use crate::request::{ActionKind, Call, WaitCondition};
+
+impl Call {
+    /// Every capability this request needs, per [`METHOD_CAPABILITIES`] and its conditions.
+    pub fn capabilities(&self) -> Vec<Capability> {
+        use Capability::*;
+        match self {
+            Call::Create(p) => {
+                let mut caps = vec![TabsSpawn];
+                if p.group.is_some() || p.parent.is_some() {
+                    caps.push(GroupsCreate);
+                }
+                if p.restart_policy.is_some() {
+                    caps.push(TabsRestart);
+                }
+                caps
+            }
+            Call::Update(p) if p.status.is_some() => vec![StateSet],
+            Call::Action(p) => vec![match p.action {
+                ActionKind::Focus => TabsFocus,
+                ActionKind::Input | ActionKind::Submit => InputSend,
+                ActionKind::Cancel | ActionKind::Close => TabsClose,
+                ActionKind::Interrupt => KeysPress,
+            }],
+            Call::Wait(p) if matches!(p.condition, WaitCondition::Text(_)) => vec![OutputRead],
+            other => METHOD_CAPABILITIES
+                .iter()
+                .find(|(m, _)| *m == other.method())
+                .map(|(_, caps)| caps.to_vec())
+                .unwrap_or_default(),
+        }
+    }
+
+    /// The resource a request acts on, for policy prompts and logs.
+    pub fn target(&self) -> Option<String> {
+        match self {
+            Call::Get(r) | Call::Cancel(r) => Some(r.session_id.clone()),
+            Call::Update(p) => Some(p.session_id.clone()),
+            Call::Action(p) => Some(p.session_id.clone()),
+            Call::Wait(p) => Some(p.session_id.clone()),
+            Call::Watch(p) => Some(p.session_id.clone()),
+            Call::Events(p) => Some(p.session_id.clone()),
+            Call::Declare(p) => Some(p.session_id.clone()),
+            Call::Read(p) => Some(p.session_id.clone()),
+            Call::Run(p) => Some(p.session_id.clone()),
+            Call::SetGroup { session_id, .. }
+            | Call::SetParent { session_id, .. }
+            | Call::Archive { session_id, .. }
+            | Call::Restart { session_id, .. }
+            | Call::SendKeys { session_id, .. }
+            | Call::Paste { session_id, .. }
+            | Call::Resize { session_id, .. }
+            | Call::SetRestartPolicy { session_id, .. } => Some(session_id.clone()),
+            Call::Attach { session_id, .. } => session_id.clone(),
+            Call::StreamWatch(p) => p.filter.group.clone().or(p.filter.session_id.clone()),
+            Call::StreamWait(p) => p.filter.group.clone().or(p.filter.session_id.clone()),
+            Call::Create(p) => p.group.clone(),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod table_tests {
+    use super::*;
+
+    #[test]
+    fn every_method_has_a_table_entry() {
+        for m in crate::request::METHODS {
+            assert!(
+                METHOD_CAPABILITIES.iter().any(|(t, _)| t == m),
+                "{m} has no capability entry"
+            );
+        }
+    }
+}

@@ -60,6 +60,8 @@ pub const METHODS: &[&str] = &[
     "sessions.attach",
     "daemon.status",
     "daemon.stats",
+    "policy.check",
+    "policy.sources",
 ];
 
 /// A decoded, validated request.
@@ -151,6 +153,16 @@ pub enum Call {
     },
     /// `daemon.status`: version, pid, control dir, counts by lifecycle, bus cursor.
     Status,
+    /// `policy.check`: the decision for (the request's caller, capability, target), with no
+    /// side effect.
+    PolicyCheck {
+        /// The capability to evaluate.
+        capability: crate::capability::Capability,
+        /// The target, if any.
+        target: Option<String>,
+    },
+    /// `policy.sources`: the active sources and the fate of the policy file.
+    PolicySources,
     /// `sessions.set-restart-policy` (`None` = never).
     SetRestartPolicy {
         /// Canonical session id.
@@ -549,6 +561,26 @@ impl Call {
                     text: raw.text,
                 }
             }
+            "policy.check" => {
+                #[derive(Deserialize)]
+                #[serde(deny_unknown_fields)]
+                struct Raw {
+                    capability: String,
+                    target: Option<String>,
+                }
+                let raw: Raw = decode(params)?;
+                if let Some(t) = &raw.target {
+                    check_chars("target", t, 256)?;
+                }
+                Call::PolicyCheck {
+                    capability: crate::capability::Capability::parse(&raw.capability)?,
+                    target: raw.target,
+                }
+            }
+            "policy.sources" => {
+                let _: Empty = decode(params)?;
+                Call::PolicySources
+            }
             "daemon.status" => {
                 let _: Empty = decode(params)?;
                 Call::Status
@@ -673,6 +705,8 @@ impl Call {
             Call::SetRestartPolicy { .. } => "sessions.set-restart-policy",
             Call::Attach { .. } => "sessions.attach",
             Call::Status => "daemon.status",
+            Call::PolicyCheck { .. } => "policy.check",
+            Call::PolicySources => "policy.sources",
         }
     }
 }

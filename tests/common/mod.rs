@@ -10,6 +10,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+/// The policy source every test daemon allowlists for screen reads.
+pub const READER: &str = "reader";
+
 /// Path of the built `maxx` binary.
 pub fn maxx_bin() -> &'static str {
     env!("CARGO_BIN_EXE_maxx")
@@ -80,11 +83,34 @@ impl Daemon {
     }
 
     fn launch(&mut self) {
+        // Every test daemon gets its own policy: the built-ins plus `reader`, a local source
+        // the user allowlisted for screen reads (no source holds output:read by default).
+        let policy = self.tmp.path().join("control-policy.json");
+        if !policy.exists()
+            && !self
+                .env
+                .iter()
+                .any(|(k, _)| k == "MAXX_CONTROL_POLICY_FILE")
+        {
+            std::fs::write(
+                &policy,
+                json!({"version": 1, "sources": [{
+                    "id": READER, "kind": "local",
+                    "allow": ["output:read", "tabs:list", "input:send", "keys:press"],
+                    "confirm": [], "confirm_scope": "always"
+                }]})
+                .to_string(),
+            )
+            .unwrap();
+        }
         let child = Command::new(maxx_bin())
             .args(["daemon", "--log-level", "warn"])
             .args(&self.extra)
             .env("MAXX_CONTROL_DIR", &self.control)
             .env("HOME", self.tmp.path())
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("MAXX_PROFILES_FILE")
+            .env("MAXX_CONTROL_POLICY_FILE", &policy)
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -170,6 +196,22 @@ impl Daemon {
         let mut line = serde_json::to_vec(&req).unwrap();
         line.push(b'\n');
         self.raw(&line)
+    }
+
+    /// A request as a given policy source (`caller`).
+    pub fn call_as(&self, caller: &str, method: &str, params: Value) -> Value {
+        let req =
+            json!({"token": self.token(), "method": method, "params": params, "caller": caller});
+        let mut line = serde_json::to_vec(&req).unwrap();
+        line.push(b'\n');
+        self.raw(&line)
+    }
+
+    /// A request as `caller` that must succeed; returns `result`.
+    pub fn ok_as(&self, caller: &str, method: &str, params: Value) -> Value {
+        let r = self.call_as(caller, method, params.clone());
+        assert_eq!(r["ok"], true, "{method} {params} as {caller} failed: {r}");
+        r["result"].clone()
     }
 
     /// A request that must succeed; returns `result`.
@@ -319,11 +361,29 @@ pub fn redact(mut v: Value) -> Value {
                 }
             }
             Value::Array(items) => items.iter_mut().for_each(walk),
+            Value::String(text) => *text = redact_paths(text),
             _ => {}
         }
     }
     walk(&mut v);
     v
+}
+
+/// Replace temp paths (`/tmp/...` up to a space, quote or backtick) with `[path]`.
+fn redact_paths(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("/tmp/") {
+        out.push_str(&rest[..i]);
+        out.push_str("[path]");
+        let tail = &rest[i..];
+        let end = tail
+            .find(|c: char| c.is_whitespace() || c == '`' || c == '"' || c == ')')
+            .unwrap_or(tail.len());
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Snapshot a JSON value (after [`redact`]) into the top-level `snapshots/maxx/`.
