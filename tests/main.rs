@@ -6,6 +6,7 @@ mod declarations;
 mod human;
 mod lifecycle;
 mod policy;
+mod reliability;
 mod screen;
 mod spine;
 mod stream;

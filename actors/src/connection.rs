@@ -229,6 +229,11 @@ fn decode_request(line: &[u8], ctx: &DaemonContext) -> Result<Request, Box<Respo
     if line.iter().all(u8::is_ascii_whitespace) {
         return Err(Box::new(Response::err(ErrorBody::invalid("empty request"))));
     }
+    serde_json::from_slice::<maxx_protocol::envelope::NoDuplicateKeys>(line).map_err(|e| {
+        Box::new(Response::err(ErrorBody::invalid(format!(
+            "malformed request: {e}"
+        ))))
+    })?;
     let envelope: RequestEnvelope = serde_json::from_slice(line).map_err(|e| {
         Box::new(Response::err(
             ErrorBody::invalid(format!("malformed request: {e}"))
@@ -395,6 +400,14 @@ async fn route(call: Call, caller: &str, ctx: &DaemonContext) -> Result<Value, E
         }
         Call::Stats => Ok(json!(ctx.spawn.stats.snapshot())),
         Call::Status => status(ctx).await,
+        #[cfg(debug_assertions)]
+        Call::DebugPanic(r) => {
+            let actor = session_actor(ctx, &r.session_id).await?;
+            actor
+                .cast(SessionMsg::DebugPanic)
+                .map_err(|_| ErrorBody::internal("the session actor is gone"))?;
+            Ok(json!({ "injected": true }))
+        }
         Call::PolicyCheck { capability, target } => {
             let claimed = (caller != DEFAULT_SOURCE).then(|| caller.to_string());
             let result = ask(

@@ -122,9 +122,16 @@ pub async fn run(
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
     let mut root_handle = root_handle;
+    let vanished = control_dir_vanished(dir.path());
     let result = tokio::select! {
         _ = term.recv() => { tracing::info!("SIGTERM: stopping"); Ok(()) }
         _ = int.recv() => { tracing::info!("SIGINT: stopping"); Ok(()) }
+        why = vanished => {
+            // Nobody can reach this daemon any more, and a new one may start in a fresh
+            // dir: stop rather than leave unreachable sessions behind.
+            tracing::error!(%why, "stopping");
+            Err(DaemonError::Failed(why))
+        }
         _ = &mut root_handle => Err(DaemonError::Failed("the actor tree stopped".into())),
     };
     // Fold the journal into registry.json before the tree goes away.
@@ -145,6 +152,54 @@ pub async fn run(
     }
     let _ = std::fs::remove_file(dir.path().join(PID_FILE));
     result
+}
+
+/// Resolves when the control dir or its socket is deleted or moved away (inotify, no
+/// polling). Never resolves if inotify is unavailable.
+async fn control_dir_vanished(dir: &std::path::Path) -> String {
+    use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
+    let Ok(inotify) = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC) else {
+        return std::future::pending().await;
+    };
+    let flags = AddWatchFlags::IN_DELETE_SELF
+        | AddWatchFlags::IN_MOVE_SELF
+        | AddWatchFlags::IN_DELETE
+        | AddWatchFlags::IN_MOVED_FROM;
+    if inotify.add_watch(dir, flags).is_err() {
+        return std::future::pending().await;
+    }
+    struct Watch(Inotify);
+    impl std::os::fd::AsRawFd for Watch {
+        fn as_raw_fd(&self) -> std::os::fd::RawFd {
+            std::os::fd::AsFd::as_fd(&self.0).as_raw_fd()
+        }
+    }
+    // SAFETY: the Inotify owns its fd for as long as the AsyncFd lives.
+    let Ok(afd) = (unsafe { tokio::io::unix::AsyncFd::register(Watch(inotify)) }) else {
+        return std::future::pending().await;
+    };
+    loop {
+        let Ok(mut guard) = afd.readable().await else {
+            return std::future::pending().await;
+        };
+        let events = match guard.try_io(|i| i.get_ref().0.read_events().map_err(io::Error::from)) {
+            Ok(Ok(events)) => events,
+            Ok(Err(_)) | Err(_) => continue,
+        };
+        for e in events {
+            if e.mask
+                .intersects(AddWatchFlags::IN_DELETE_SELF | AddWatchFlags::IN_MOVE_SELF)
+            {
+                return format!("the control dir {} was removed", dir.display());
+            }
+            if e.name.as_deref() == Some(std::ffi::OsStr::new(crate::control_dir::SOCKET_FILE)) {
+                return format!(
+                    "{} was removed",
+                    dir.join(crate::control_dir::SOCKET_FILE).display()
+                );
+            }
+        }
+    }
 }
 
 /// 1,000 sessions need ~3,000 descriptors: lift the soft limit to the hard one.

@@ -80,6 +80,8 @@ pub enum PersistMsg {
     Ack(Box<dyn FnOnce() + Send>),
     /// Hand over the records restored at start (once).
     TakeRestored(RpcReplyPort<Vec<Record>>),
+    /// The durable copy of one record (to recover a failed session actor).
+    Get(String, RpcReplyPort<Option<Record>>),
     /// Fold the journal into a snapshot now (clean shutdown).
     Flush(RpcReplyPort<()>),
 }
@@ -419,6 +421,9 @@ impl Actor for PersistenceActor {
             PersistMsg::Ack(done) => done(),
             PersistMsg::TakeRestored(reply) => {
                 let _ = reply.send(state.restored.take().unwrap_or_default());
+            }
+            PersistMsg::Get(id, reply) => {
+                let _ = reply.send(state.records.get(&id).cloned());
             }
             PersistMsg::Flush(reply) => {
                 tokio::task::block_in_place(|| state.fold());

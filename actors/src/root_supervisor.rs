@@ -12,7 +12,7 @@ use crate::registry::RegistryActor;
 use crate::session::SpawnContext;
 use crate::session::{SessionActor, SessionArgs, SessionStart};
 use crate::session_supervisor::SessionSupervisor;
-use crate::session_supervisor::SESSION_ACTOR_PREFIX;
+use crate::session_supervisor::{SupervisorArgs, SESSION_ACTOR_PREFIX};
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -94,7 +94,12 @@ impl Actor for RootSupervisor {
         let (sessions, _) = Actor::spawn_linked(
             Some("sessions".into()),
             SessionSupervisor,
-            registry.clone(),
+            SupervisorArgs {
+                registry: registry.clone(),
+                persist: persist.clone(),
+                bus: bus.clone(),
+                spawn: args.spawn.clone(),
+            },
             cell.clone(),
         )
         .await?;

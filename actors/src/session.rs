@@ -64,6 +64,8 @@ pub enum SessionStart {
     },
     /// A record restored from `registry.json`: detached, no surface until restarted.
     Restored(Box<Record>),
+    /// The durable copy of a session whose actor failed this run: detached the same way.
+    Recovered(Box<Record>),
 }
 
 /// Everything needed to start a session.
@@ -228,6 +230,9 @@ pub enum SessionMsg {
     AttachInput(Vec<u8>),
     /// An attacher left.
     Detach(u64),
+    /// Test-only fault injection: panic inside this actor (debug builds only).
+    #[cfg(debug_assertions)]
+    DebugPanic,
     /// `sessions.restart`, with a replacement command or `None` for the recorded one.
     Restart(Option<String>, RpcReplyPort<Result<SessionView, ErrorBody>>),
     /// Another session took focus.
@@ -353,7 +358,7 @@ impl Actor for SessionActor {
             persist,
         } = args;
         let (params, cwd, caller) = match start {
-            SessionStart::Restored(record) => {
+            SessionStart::Restored(record) | SessionStart::Recovered(record) => {
                 let Record { session, audit } = *record;
                 Stats::add(&spawn.stats.sessions, 1);
                 let state = SessionState {
@@ -528,6 +533,8 @@ impl Actor for SessionActor {
                 }
             }
             SessionMsg::Detach(id) => state.attachers.retain(|(a, _)| *a != id),
+            #[cfg(debug_assertions)]
+            SessionMsg::DebugPanic => panic!("fault injected by debug.panic"),
             SessionMsg::SetRestartPolicy(policy, reply) => {
                 let result = if policy.is_some() && state.view.command.is_none() {
                     Err(ErrorBody::invalid(

@@ -390,6 +390,8 @@ impl Call {
                 ActionKind::Interrupt => KeysPress,
             }],
             Call::Wait(p) if matches!(p.condition, WaitCondition::Text(_)) => vec![OutputRead],
+            #[cfg(debug_assertions)]
+            Call::DebugPanic(_) => vec![TabsClose],
             other => METHOD_CAPABILITIES
                 .iter()
                 .find(|(m, _)| *m == other.method())

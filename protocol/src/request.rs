@@ -163,6 +163,9 @@ pub enum Call {
     },
     /// `policy.sources`: the active sources and the fate of the policy file.
     PolicySources,
+    /// `debug.panic` (debug builds only): make a session's actor panic, to test recovery.
+    #[cfg(debug_assertions)]
+    DebugPanic(SessionRef),
     /// `sessions.set-restart-policy` (`None` = never).
     SetRestartPolicy {
         /// Canonical session id.
@@ -581,6 +584,10 @@ impl Call {
                 let _: Empty = decode(params)?;
                 Call::PolicySources
             }
+            // Fault injection exists only in debug builds: a release build answers
+            // `unknown_method`.
+            #[cfg(debug_assertions)]
+            "debug.panic" => Call::DebugPanic(SessionRef::decode(params)?),
             "daemon.status" => {
                 let _: Empty = decode(params)?;
                 Call::Status
@@ -707,6 +714,8 @@ impl Call {
             Call::Status => "daemon.status",
             Call::PolicyCheck { .. } => "policy.check",
             Call::PolicySources => "policy.sources",
+            #[cfg(debug_assertions)]
+            Call::DebugPanic(_) => "debug.panic",
         }
     }
 }

@@ -1,0 +1,533 @@
+//! Reliability (issue 7): hostile input, load, faults, crash. Each test asserts the
+//! property it names; long variants are `#[ignore]`d (see docs/reliability.md).
+
+use crate::common::*;
+use serde_json::{json, Value};
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::time::{Duration, Instant};
+
+const T: Duration = Duration::from_secs(20);
+
+fn sid(v: &Value) -> String {
+    v["session_id"].as_str().unwrap().to_string()
+}
+
+/// The daemon answers, its state is what it was, and nothing leaked.
+fn healthy(d: &mut Daemon, sessions: usize) {
+    assert!(d.alive(), "the daemon died");
+    assert_eq!(d.count(), sessions);
+    let stats = d.ok("daemon.stats", json!({}));
+    assert_eq!(stats["watchers"], 0, "{stats}");
+    assert_eq!(stats["waiters"], 0, "{stats}");
+}
+
+#[test]
+fn hostile_request_lines_get_typed_errors_and_change_nothing() {
+    let mut d = Daemon::start();
+    let id = sid(&d.create(json!({"command": "sleep 60", "metadata": {"k": 1}})));
+    let token = d.token();
+    let before = d.get(&id);
+    let nested = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+    let with = |params: &str| {
+        format!("{{\"token\":\"{token}\",\"method\":\"sessions.update\",\"params\":{params}}}\n")
+    };
+    let cases: Vec<(Vec<u8>, &str)> = vec![
+        (b"{\"token\":".to_vec(), "invalid_request"),
+        (nested.clone().into_bytes(), "invalid_request"),
+        (format!("{{\"token\":\"{token}\",\"method\":\"sessions.get\",\"params\":{{\"session_id\":{nested}}}}}\n").into_bytes(), "invalid_request"),
+        (b"\xff\xfe\xfd\n".to_vec(), "invalid_request"),
+        (format!("{{\"token\":\"{token}\",\"method\":\"sessions.list\\u0000\"}}\n").into_bytes(), "unknown_method"),
+        (b"{\"token\":\"a\0b\",\"method\":\"sessions.list\"}\n".to_vec(), "invalid_request"),
+        (with(&format!("{{\"session_id\":\"{id}\",\"status\":12}}")).into_bytes(), "invalid_request"),
+        (with(&format!("{{\"session_id\":\"{id}\",\"metadata\":\"notamap\"}}")).into_bytes(), "invalid_request"),
+        (with(&format!("{{\"session_id\":\"{id}\",\"metadata\":{{\"n\":1}},\"status\":[]}}")).into_bytes(), "invalid_request"),
+        (format!("{{\"token\":\"{token}\",\"method\":\"sessions.create\",\"params\":{{\"cols\":70000}}}}\n").into_bytes(), "invalid_request"),
+        (format!("{{\"token\":\"{token}\",\"method\":\"sessions.events\",\"params\":{{\"session_id\":\"{id}\",\"since\":-1}}}}\n").into_bytes(), "invalid_request"),
+        (format!("{{\"token\":\"{token}\",\"method\":\"sessions.events\",\"params\":{{\"session_id\":\"{id}\",\"since\":18446744073709551616}}}}\n").into_bytes(), "invalid_request"),
+        (format!("{{\"token\":\"{token}\",\"method\":\"sessions.wait\",\"params\":{{\"session_id\":\"{id}\",\"lifecycle\":\"exited\",\"timeout\":1e300}}}}\n").into_bytes(), "invalid_request"),
+        // A duplicate key is ambiguous: refused whole rather than resolved either way.
+        (format!("{{\"token\":\"{token}\",\"token\":\"wrong\",\"method\":\"sessions.list\"}}\n").into_bytes(), "invalid_request"),
+        (with(&format!("{{\"session_id\":\"{id}\",\"status\":\"a\",\"status\":\"b\"}}")).into_bytes(), "invalid_request"),
+        (format!("{{\"token\":\"{token}\",\"method\":42}}\n").into_bytes(), "invalid_request"),
+        (format!("{{\"token\":\"{token}\",\"method\":\"sessions.list\",\"params\":{{\"metadata_filter\":[{{\"key\":\"a\",\"value\":{{\"x\":[1,2,{{}}]}}}}]}}}}\n").into_bytes(), "ok"),
+    ];
+    for (bytes, want) in cases {
+        let r = d.raw(&bytes);
+        let got = if r["ok"] == true {
+            "ok"
+        } else {
+            r["error"]["code"].as_str().unwrap()
+        };
+        assert_eq!(
+            got,
+            want,
+            "{}: {r}",
+            String::from_utf8_lossy(&bytes[..bytes.len().min(120)])
+        );
+    }
+    // A 64 MiB line is refused after the first MiB, without reading the rest.
+    let mut s = UnixStream::connect(d.socket()).unwrap();
+    s.set_read_timeout(Some(T)).unwrap();
+    let chunk = vec![b'x'; 1 << 20];
+    let mut sent = 0usize;
+    while sent < 64 << 20 {
+        if s.write_all(&chunk).is_err() {
+            break;
+        }
+        sent += chunk.len();
+    }
+    let mut answer = String::new();
+    let _ = s.read_to_string(&mut answer);
+    assert!(answer.contains("too_large"), "{answer}");
+    assert!(sent < 64 << 20, "the daemon stopped reading early");
+    let mut after = d.get(&id);
+    after["updated_at"] = before["updated_at"].clone();
+    assert_eq!(after, before);
+    healthy(&mut d, 1);
+}
+
+#[test]
+fn a_silent_client_is_cut_off_by_the_read_timeout_and_idle_ones_do_not_block_others() {
+    let mut d = Daemon::start();
+    // 1,000 idle connections at once.
+    let idle: Vec<UnixStream> = (0..1000)
+        .map(|_| UnixStream::connect(d.socket()).unwrap())
+        .collect();
+    wait_for("the daemon to take them", T, || {
+        (d.stat("connections") >= 1000).then_some(())
+    });
+    let t0 = Instant::now();
+    assert_eq!(d.count(), 0);
+    assert!(
+        t0.elapsed() < Duration::from_secs(2),
+        "served promptly despite 1,000 idle clients"
+    );
+    // Each is answered `invalid_request` when the read timeout passes, then closed.
+    let mut first = idle.into_iter().next().unwrap();
+    first
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut answer = String::new();
+    let _ = first.read_to_string(&mut answer);
+    assert!(
+        answer.contains("invalid_request") && answer.contains("within"),
+        "{answer}"
+    );
+    wait_for(
+        "the idle connections to be closed",
+        Duration::from_secs(30),
+        || (d.stat("connections") <= 1).then_some(()),
+    );
+    healthy(&mut d, 0);
+}
+
+#[test]
+fn mixed_load_from_many_clients_has_no_unexpected_errors_and_leaks_nothing() {
+    let mut d = Daemon::start();
+    let clients = 32;
+    let per_client: usize = 60;
+    let socket = d.socket();
+    let token = d.token();
+    let rss_before = rss(d.pid());
+    let handles: Vec<_> = (0..clients)
+        .map(|c| {
+            let socket = socket.clone();
+            let token = token.clone();
+            std::thread::spawn(move || {
+                let call = |method: &str, params: Value| -> Value {
+                    let mut s = UnixStream::connect(&socket).unwrap();
+                    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+                    let req = json!({"token": token, "method": method, "params": params});
+                    s.write_all(format!("{req}\n").as_bytes()).unwrap();
+                    let mut out = String::new();
+                    s.read_to_string(&mut out).unwrap();
+                    serde_json::from_str(&out).unwrap()
+                };
+                let mut errors = Vec::new();
+                let mut id = String::new();
+                for i in 0..per_client {
+                    let r = match i % 6 {
+                        0 => {
+                            let r = call(
+                                "sessions.create",
+                                json!({"command": "sleep 30", "group": format!("g{c}")}),
+                            );
+                            if r["ok"] == true {
+                                id = r["result"]["session"]["session_id"]
+                                    .as_str()
+                                    .unwrap()
+                                    .to_string();
+                            }
+                            r
+                        }
+                        1 => call("sessions.get", json!({"session_id": id})),
+                        2 => call("sessions.list", json!({"group": format!("g{c}")})),
+                        3 => call(
+                            "sessions.set-metadata",
+                            json!({"session_id": id, "key": format!("k{}", i % 30), "value": i}),
+                        ),
+                        4 => call(
+                            "sessions.wait",
+                            json!({"session_id": id, "lifecycle": "exited", "timeout": 0.05}),
+                        ),
+                        _ => call(
+                            "sessions.emit-event",
+                            json!({"session_id": id, "event": "tick", "payload": {"i": i}}),
+                        ),
+                    };
+                    if r["ok"] != true {
+                        errors.push(r);
+                    }
+                }
+                errors
+            })
+        })
+        .collect();
+    let errors: Vec<Value> = handles
+        .into_iter()
+        .flat_map(|h| h.join().unwrap())
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "unexpected errors: {:?}",
+        &errors[..errors.len().min(5)]
+    );
+    let sessions = clients * per_client.div_ceil(6);
+    healthy(&mut d, sessions);
+    assert_eq!(
+        d.stat("connections"),
+        1,
+        "only the asking connection is left"
+    );
+    assert_eq!(d.stat("streams"), 0);
+    // Closing every session returns memory to near where it started (generous bound: the
+    // allocator keeps some).
+    for s in d.ok("sessions.list", json!({}))["sessions"]
+        .as_array()
+        .unwrap()
+    {
+        d.ok("sessions.cancel", json!({"session_id": s["session_id"]}));
+    }
+    let rss_after = rss(d.pid());
+    assert!(
+        rss_after < rss_before + 64 * 1024,
+        "RSS grew from {rss_before} KiB to {rss_after} KiB"
+    );
+}
+
+/// Resident set size of a process, in KiB.
+fn rss(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|n| n.parse().ok())
+        .unwrap()
+}
+
+#[test]
+fn children_that_misbehave_are_reported_as_the_kernel_sees_them() {
+    let d = Daemon::start();
+    // Closes its PTY but keeps running: still running (the process exists).
+    let a = sid(&d.create(json!({"command": "exec sleep 30 </dev/null >/dev/null 2>&1"})));
+    // Forks a daemon that holds the PTY, then exits: exited with its own status.
+    let b = sid(&d.create(json!({"command": "(sleep 30 &) ; exit 4"})));
+    // Killed from outside maxx.
+    let c = d.create(json!({"command": "exec sleep 30"}));
+    // SAFETY: killing the test's own grandchild.
+    unsafe { libc::kill(c["pid"].as_i64().unwrap() as i32, libc::SIGKILL) };
+    let vb = d.ok(
+        "sessions.wait",
+        json!({"session_id": b, "lifecycle": "exited", "timeout": 10}),
+    )["session"]
+        .clone();
+    assert_eq!(vb["exit_code"], 4);
+    let vc = d.ok(
+        "sessions.wait",
+        json!({"session_id": sid(&c), "lifecycle": "exited", "timeout": 10}),
+    )["session"]
+        .clone();
+    assert_eq!(vc["exit_signal"], "SIGKILL");
+    let r = d.ok(
+        "sessions.wait",
+        json!({"session_id": a, "lifecycle": "exited", "timeout": 0.3}),
+    );
+    assert_eq!(
+        r["outcome"], "timeout",
+        "a child with no PTY is still running"
+    );
+    d.ok("sessions.cancel", json!({"session_id": a}));
+    assert_eq!(d.get(&a)["lifecycle"], "closed");
+}
+
+#[test]
+fn kill_9_under_load_loses_no_acknowledged_mutation() {
+    let mut d = Daemon::start();
+    let ids: Vec<String> = (0..4)
+        .map(|_| sid(&d.create(json!({"command": "sleep 60"}))))
+        .collect();
+    let socket = d.socket();
+    let token = d.token();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let handles: Vec<_> = (0..16)
+        .map(|c| {
+            let (socket, token, stop) = (socket.clone(), token.clone(), stop.clone());
+            let id = ids[c % ids.len()].clone();
+            std::thread::spawn(move || {
+                let mut acked: Vec<(String, i64)> = Vec::new();
+                let mut n = 0i64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    n += 1;
+                    let key = format!("c{c}");
+                    let req = json!({"token": token, "method": "sessions.set-metadata",
+                        "params": {"session_id": id, "key": key, "value": n}});
+                    let Ok(mut s) = UnixStream::connect(&socket) else {
+                        break;
+                    };
+                    if s.write_all(format!("{req}\n").as_bytes()).is_err() {
+                        break;
+                    }
+                    let mut out = String::new();
+                    let _ = s.read_to_string(&mut out);
+                    match serde_json::from_str::<Value>(&out) {
+                        Ok(r) if r["ok"] == true => acked.push((key, n)),
+                        _ => break,
+                    }
+                }
+                (id, acked)
+            })
+        })
+        .collect();
+    wait_for("some load", T, || (d.stat("connections") > 0).then_some(()));
+    std::thread::sleep(Duration::from_millis(300)); // let load build up before the crash
+    d.stop_with(libc::SIGKILL);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let results: Vec<(String, Vec<(String, i64)>)> =
+        handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let total: usize = results.iter().map(|(_, a)| a.len()).sum();
+    assert!(total > 50, "the load ran ({total} acknowledged)");
+    d.restart();
+    for (id, acked) in results {
+        if let Some((key, last)) = acked.last() {
+            let got = d.get(&id)["metadata"][key].as_i64().unwrap_or(0);
+            assert!(got >= *last, "{id} {key}: acknowledged {last}, found {got}");
+        }
+    }
+    let journal = std::fs::read_to_string(d.control.join("registry.json")).unwrap();
+    assert!(
+        serde_json::from_str::<Value>(&journal).is_ok(),
+        "the registry loads"
+    );
+}
+
+#[test]
+fn secrets_never_reach_logs_files_or_responses() {
+    let tmp = tempfile::Builder::new()
+        .prefix("maxx-sec")
+        .tempdir()
+        .unwrap();
+    let control = tmp.path().join("ctl");
+    // A detached daemon logs to daemon.log at the most verbose level.
+    let out = std::process::Command::new(maxx_bin())
+        .args(["daemon", "--detach", "--log-level", "trace"])
+        .env("MAXX_CONTROL_DIR", &control)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let run = |args: &[&str]| {
+        std::process::Command::new(maxx_bin())
+            .args(args)
+            .env("MAXX_CONTROL_DIR", &control)
+            .output()
+            .unwrap()
+    };
+    let created = run(&[
+        "sessions",
+        "create",
+        "--command",
+        "sleep 30",
+        "--env",
+        "API_KEY=sk-very-secret-1",
+    ]);
+    assert_eq!(created.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&created.stdout).unwrap();
+    let id = v["result"]["session"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let bad = run(&["sessions", "create", "--env", "BAD-KEY=sk-very-secret-2"]);
+    assert_eq!(bad.status.code(), Some(1));
+    run(&[
+        "sessions",
+        "set-metadata",
+        &id,
+        "--key",
+        "k",
+        "--value",
+        "v",
+    ]);
+    run(&["sessions", "cancel", &id]);
+    let token = std::fs::read_to_string(control.join("token")).unwrap();
+    let pid: i32 = std::fs::read_to_string(control.join("daemon.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // SAFETY: stopping the daemon this test started (a clean stop folds the journal).
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    wait_for("the daemon to stop", T, || {
+        (!control.join("control.sock").exists()).then_some(())
+    });
+    let mut haystack = String::new();
+    for entry in std::fs::read_dir(&control).unwrap() {
+        let path = entry.unwrap().path();
+        if path.file_name().unwrap() != "token" {
+            haystack.push_str(&String::from_utf8_lossy(
+                &std::fs::read(&path).unwrap_or_default(),
+            ));
+        }
+    }
+    for output in [&created, &bad] {
+        haystack.push_str(&String::from_utf8_lossy(&output.stdout));
+        haystack.push_str(&String::from_utf8_lossy(&output.stderr));
+    }
+    assert!(
+        haystack.contains("sessions.create") || haystack.contains("ready"),
+        "the log has content"
+    );
+    for secret in ["sk-very-secret-1", "sk-very-secret-2", token.trim()] {
+        assert!(!haystack.contains(secret), "{secret} leaked");
+    }
+}
+
+#[test]
+fn another_user_cannot_connect() {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: needs root to run a client as nobody");
+        return;
+    }
+    let d = Daemon::start();
+    let nobody = nix::unistd::User::from_name("nobody")
+        .unwrap()
+        .expect("a nobody user");
+    let socket = d.socket();
+    let status = unsafe {
+        // SAFETY: fork a child that only switches uid, tries to connect, and exits.
+        match libc::fork() {
+            0 => {
+                if libc::setgid(nobody.gid.as_raw()) != 0 || libc::setuid(nobody.uid.as_raw()) != 0
+                {
+                    libc::_exit(3);
+                }
+                let ok = UnixStream::connect(&socket).is_ok();
+                libc::_exit(if ok { 1 } else { 0 });
+            }
+            pid => {
+                let mut status = 0;
+                libc::waitpid(pid, &mut status, 0);
+                libc::WEXITSTATUS(status)
+            }
+        }
+    };
+    assert_eq!(
+        status, 0,
+        "nobody could connect (1) or could not drop privileges (3)"
+    );
+}
+
+#[test]
+fn a_panicking_session_actor_touches_nothing_else_and_keeps_its_record() {
+    let d = Daemon::start();
+    let a = sid(&d.create(json!({"command": "sleep 60", "metadata": {"k": "v"}, "group": "g"})));
+    let b = sid(&d.create(json!({"command": "sh"})));
+    d.ok(
+        "sessions.emit-event",
+        json!({"session_id": a, "event": "before"}),
+    );
+    let mut stream = d.open_stream("stream.watch", json!({"session_id": a}));
+    stream.next();
+    let a_pid = d.get(&a)["pid"].as_i64().unwrap() as i32;
+    d.ok("debug.panic", json!({"session_id": a}));
+    let failed = stream.next();
+    assert_eq!(failed["event"]["name"], "failed", "{failed}");
+    assert_eq!(failed["event"]["source_kind"], "maxx");
+    wait_for("the record to be recovered", T, || {
+        (d.get(&a)["lifecycle"] == "closed").then_some(())
+    });
+    // Its record and audit log are intact, and the child did not outlive the actor.
+    let v = d.get(&a);
+    assert_eq!(v["metadata"], json!({"k": "v"}));
+    assert_eq!(v["group"], "g");
+    let log = d.ok("sessions.events", json!({"session_id": a}))["events"].clone();
+    assert_eq!(log[0]["name"], "before");
+    wait_for("the child to be gone", T, || {
+        // SAFETY: probing a pid with signal 0.
+        (unsafe { libc::kill(a_pid, 0) } != 0).then_some(())
+    });
+    d.err(
+        "sessions.action",
+        json!({"session_id": a, "action": "input", "input": "x"}),
+        "already_ended",
+    );
+    // The other session never noticed.
+    let run = d.ok_as(
+        READER,
+        "sessions.run",
+        json!({"session_id": b, "command": "echo alive", "timeout": 10}),
+    );
+    assert_eq!(run["output"], "alive");
+    // The failed one is restartable under the same id, and can fail again.
+    let v = d.ok(
+        "sessions.restart",
+        json!({"session_id": a, "last_command": true}),
+    )["session"]
+        .clone();
+    assert_eq!(v["lifecycle"], "running");
+    d.ok("debug.panic", json!({"session_id": a}));
+    wait_for("the second recovery", T, || {
+        (d.get(&a)["lifecycle"] == "closed").then_some(())
+    });
+    assert_eq!(d.get(&b)["lifecycle"], "running");
+}
+
+#[test]
+fn deleting_the_control_dir_stops_the_daemon_and_its_sessions() {
+    let mut d = Daemon::start();
+    let pid = d.create(json!({"command": "sleep 60"}))["pid"]
+        .as_i64()
+        .unwrap() as i32;
+    std::fs::remove_dir_all(&d.control).unwrap();
+    wait_for("the daemon to stop", T, || (!d.alive()).then_some(()));
+    wait_for("its child to be hung up", T, || {
+        // SAFETY: probing a pid with signal 0.
+        (unsafe { libc::kill(pid, 0) } != 0).then_some(())
+    });
+}
+
+#[test]
+fn a_failing_registry_write_keeps_serving_and_the_last_file() {
+    use std::os::unix::fs::PermissionsExt;
+    let mut d = Daemon::start();
+    let id = sid(&d.create(json!({"command": "sleep 60"})));
+    d.ok(
+        "sessions.set-metadata",
+        json!({"session_id": id, "key": "a", "value": 1}),
+    );
+    // Make the journal unwritable (a stand-in for a full disk: every write fails).
+    let journal = d.control.join("registry.journal");
+    std::fs::remove_file(&journal).unwrap();
+    std::fs::create_dir(&journal).unwrap();
+    std::fs::set_permissions(&journal, std::fs::Permissions::from_mode(0o000)).unwrap();
+    // Still serving, still correct in memory.
+    d.ok(
+        "sessions.set-metadata",
+        json!({"session_id": id, "key": "b", "value": 2}),
+    );
+    assert_eq!(d.get(&id)["metadata"], json!({"a": 1, "b": 2}));
+    assert!(d.alive());
+    std::fs::set_permissions(&journal, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::remove_dir(&journal).unwrap();
+    let _ = &mut d;
+}
