@@ -71,6 +71,8 @@ pub enum Command {
     Ls(LsArgs),
     /// The daemon's version, pid, control dir and session counts.
     Status(StatusArgs),
+    /// A live dashboard of the fleet, updated from the event stream. q quits.
+    Top,
     /// Join this terminal to a session's PTY (default: the focused one). Detach: Ctrl-\ d.
     #[command(
         after_help = "Example:\n  maxx attach ID\n  maxx attach --detach-key C-a   # then C-a d to detach"

@@ -8,6 +8,7 @@ mod attach;
 mod cli;
 mod client;
 mod daemon_cmd;
+mod top;
 mod views;
 
 use clap::Parser;
@@ -90,6 +91,7 @@ fn run(cli: Cli) -> i32 {
             }
         },
         Command::Ls(a) => ls(&target, &cli.caller, a),
+        Command::Top => top::run(&target, &cli.caller),
         Command::Status(a) => status(&target, &cli.caller, a),
         Command::Attach(a) => {
             let key = match attach::parse_detach_key(&a.detach_key) {

@@ -1,0 +1,638 @@
+//! `maxx top`: a live fleet dashboard. It reads the session table once, then follows
+//! `stream.watch`: each event marks its session dirty and the next frame re-reads just
+//! those sessions. Keyboard input and stream events arrive on one channel from two
+//! blocking threads, so the loop sleeps until something happens — it never polls.
+//!
+//! Keys: ↑/↓ (k/j) select · Enter attach (Ctrl-\ d returns) · f focus · i interrupt ·
+//! a archive · r restart · q quit. Interrupt, archive and restart ask for a `y` first,
+//! naming the target and the consequence.
+
+use crate::client::{self, Target};
+use ratatui::crossterm::event::{self, Event as TermEvent, KeyCode, KeyEvent, KeyModifiers};
+use ratatui::crossterm::execute;
+use ratatui::crossterm::terminal::{
+    disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
+};
+use ratatui::layout::{Constraint, Direction, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState, Wrap};
+use ratatui::Frame;
+use serde_json::{json, Value};
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::sync::mpsc;
+use std::time::{Duration, SystemTime};
+
+/// Events kept per session for the detail pane.
+const RECENT_EVENTS: usize = 8;
+
+/// What the dashboard shows.
+#[derive(Default)]
+pub struct App {
+    /// Sessions in creation order.
+    pub sessions: Vec<Value>,
+    /// Last few bus events per session id.
+    pub recent: HashMap<String, VecDeque<Value>>,
+    /// Selected row.
+    pub selected: usize,
+    /// A pending confirmation: (prompt, action).
+    pub confirm: Option<(String, Action)>,
+    /// The last error or notice.
+    pub status_line: Option<String>,
+    /// Bus cursor seen.
+    pub cursor: u64,
+}
+
+/// A mutating key action.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Interrupt (Ctrl-C) the foreground job.
+    Interrupt(String),
+    /// Archive.
+    Archive(String),
+    /// Restart with the last command.
+    Restart(String),
+}
+
+fn short(id: &str) -> String {
+    id.chars().take(8).collect::<String>().to_lowercase()
+}
+
+fn s<'a>(v: &'a Value, k: &str) -> &'a str {
+    v[k].as_str().unwrap_or("")
+}
+
+fn lifecycle_style(l: &str) -> Style {
+    match l {
+        "running" => Style::default().fg(Color::Green),
+        "backoff" => Style::default().fg(Color::Yellow),
+        _ => Style::default().add_modifier(Modifier::DIM),
+    }
+}
+
+fn state_style(st: &str) -> Style {
+    match st {
+        "running" => Style::default().fg(Color::Cyan),
+        "needsInput" => Style::default()
+            .fg(Color::Yellow)
+            .add_modifier(Modifier::BOLD),
+        "blocked" => Style::default().fg(Color::Red).add_modifier(Modifier::BOLD),
+        "complete" => Style::default().fg(Color::Green),
+        "failed" => Style::default().fg(Color::Red),
+        _ => Style::default(),
+    }
+}
+
+impl App {
+    fn selected_session(&self) -> Option<&Value> {
+        self.sessions.get(self.selected)
+    }
+
+    /// Replace or add one session's record.
+    pub fn upsert(&mut self, view: Value) {
+        let id = s(&view, "session_id").to_string();
+        match self.sessions.iter_mut().find(|v| s(v, "session_id") == id) {
+            Some(slot) => *slot = view,
+            None => self.sessions.push(view),
+        }
+    }
+
+    /// Remember a bus event for the detail pane.
+    pub fn remember(&mut self, event: &Value) {
+        let id = s(event, "session_id").to_string();
+        self.cursor = self.cursor.max(event["cursor"].as_u64().unwrap_or(0));
+        let q = self.recent.entry(id).or_default();
+        q.push_back(event.clone());
+        while q.len() > RECENT_EVENTS {
+            q.pop_front();
+        }
+    }
+
+    fn confirmation_for(&self, key: char) -> Option<(String, Action)> {
+        let v = self.selected_session()?;
+        let id = s(v, "session_id").to_string();
+        let name = v["title"]
+            .as_str()
+            .or_else(|| v["command"].as_str())
+            .unwrap_or("(shell)");
+        let who = format!("{} ({name})", short(&id));
+        Some(match key {
+            'i' => (
+                format!("Interrupt {who}? Ctrl-C goes to its foreground job. [y/N]"),
+                Action::Interrupt(id),
+            ),
+            'a' => (
+                format!("Archive {who}? Its surface closes (the child is hung up); the record stays. [y/N]"),
+                Action::Archive(id),
+            ),
+            'r' => (
+                format!("Restart {who}? A fresh run of its command replaces the current one. [y/N]"),
+                Action::Restart(id),
+            ),
+            _ => return None,
+        })
+    }
+}
+
+/// Draw one frame.
+pub fn draw(f: &mut Frame, app: &App, now: SystemTime) {
+    let area = f.area();
+    let detail_height = if area.height > 20 { 12 } else { 6 };
+    let chunks = Layout::default()
+        .direction(Direction::Vertical)
+        .constraints([
+            Constraint::Min(3),
+            Constraint::Length(detail_height),
+            Constraint::Length(1),
+        ])
+        .split(area);
+    draw_table(f, app, chunks[0], now);
+    draw_detail(f, app, chunks[1]);
+    let footer = match (&app.confirm, &app.status_line) {
+        (Some((prompt, _)), _) => Line::from(Span::styled(
+            prompt.clone(),
+            Style::default()
+                .fg(Color::Yellow)
+                .add_modifier(Modifier::BOLD),
+        )),
+        (None, Some(msg)) => Line::from(msg.clone()),
+        (None, None) => Line::from(Span::styled(
+            "↑↓ select  ⏎ attach  f focus  i interrupt  a archive  r restart  q quit",
+            Style::default().add_modifier(Modifier::DIM),
+        )),
+    };
+    f.render_widget(Paragraph::new(footer), chunks[2]);
+}
+
+fn draw_table(f: &mut Frame, app: &App, area: Rect, now: SystemTime) {
+    let narrow = area.width < 80;
+    let header: Vec<&str> = if narrow {
+        vec!["ID", "LIFECYCLE", "STATE", "TITLE"]
+    } else {
+        vec![
+            "ID",
+            "TITLE",
+            "LIFECYCLE",
+            "STATE",
+            "GROUP",
+            "PARENT",
+            "RST",
+            "AGE",
+            "SUMMARY",
+        ]
+    };
+    let rows: Vec<Row> = app
+        .sessions
+        .iter()
+        .map(|v| {
+            let id = format!(
+                "{}{}",
+                short(s(v, "session_id")),
+                if v["focused"] == true { "*" } else { "" }
+            );
+            let title = v["title"]
+                .as_str()
+                .or_else(|| v["command"].as_str())
+                .unwrap_or("(shell)")
+                .to_string();
+            let lifecycle = s(v, "lifecycle");
+            let lc_text = match (lifecycle, &v["exit_code"], &v["exit_signal"]) {
+                ("exited", Value::Number(n), _) => format!("exited({n})"),
+                ("exited", _, Value::String(sig)) => format!("exited({sig})"),
+                (l, _, _) => l.to_string(),
+            };
+            let state = s(v, "workflow_state");
+            let lc = Cell::from(lc_text).style(lifecycle_style(lifecycle));
+            let st =
+                Cell::from(if state.is_empty() { "-" } else { state }).style(state_style(state));
+            if narrow {
+                Row::new(vec![Cell::from(id), lc, st, Cell::from(title)])
+            } else {
+                Row::new(vec![
+                    Cell::from(id),
+                    Cell::from(title),
+                    lc,
+                    st,
+                    Cell::from(v["group"].as_str().unwrap_or("-").to_string())
+                        .style(Style::default().fg(Color::Magenta)),
+                    Cell::from(
+                        v["parent_id"]
+                            .as_str()
+                            .map(short)
+                            .unwrap_or_else(|| "-".into()),
+                    ),
+                    Cell::from(v["restart_count"].to_string()),
+                    Cell::from(crate::views::age(s(v, "created_at"), now)),
+                    Cell::from(s(v, "summary").to_string()),
+                ])
+            }
+        })
+        .collect();
+    let widths: Vec<Constraint> = if narrow {
+        vec![
+            Constraint::Length(9),
+            Constraint::Length(11),
+            Constraint::Length(10),
+            Constraint::Min(5),
+        ]
+    } else {
+        vec![
+            Constraint::Length(9),
+            Constraint::Length(16),
+            Constraint::Length(16),
+            Constraint::Length(10),
+            Constraint::Length(10),
+            Constraint::Length(8),
+            Constraint::Length(3),
+            Constraint::Length(4),
+            Constraint::Min(10),
+        ]
+    };
+    let title = format!(
+        " maxx top — {} sessions · cursor {} ",
+        app.sessions.len(),
+        app.cursor
+    );
+    let table = Table::new(rows, widths)
+        .header(Row::new(header).style(Style::default().add_modifier(Modifier::BOLD)))
+        .block(Block::default().borders(Borders::ALL).title(title))
+        .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED));
+    let mut state = TableState::default();
+    if !app.sessions.is_empty() {
+        state.select(Some(app.selected.min(app.sessions.len() - 1)));
+    }
+    f.render_stateful_widget(table, area, &mut state);
+}
+
+fn draw_detail(f: &mut Frame, app: &App, area: Rect) {
+    let mut lines: Vec<Line> = Vec::new();
+    match app.selected_session() {
+        None => lines.push(Line::from(
+            "no sessions — create one with `maxx sessions create`",
+        )),
+        Some(v) => {
+            let id = s(v, "session_id");
+            lines.push(Line::from(vec![
+                Span::styled(
+                    id.to_string(),
+                    Style::default().add_modifier(Modifier::BOLD),
+                ),
+                Span::raw(format!("  {}", v["command"].as_str().unwrap_or("(shell)"))),
+            ]));
+            if let Some(m) = v["metadata"].as_object().filter(|m| !m.is_empty()) {
+                let chips: Vec<String> = m.iter().map(|(k, val)| format!("{k}={val}")).collect();
+                lines.push(Line::from(format!("metadata: {}", chips.join("  "))));
+            }
+            if let Some(r) = v["result"].as_str() {
+                lines.push(Line::from(format!("result: {r}")));
+            }
+            if let Some(q) = app.recent.get(id) {
+                for e in q.iter().rev() {
+                    lines.push(Line::from(format!(
+                        "#{} {} {} {} {}",
+                        e["cursor"],
+                        s(e, "source_kind"),
+                        s(e, "kind"),
+                        s(e, "name"),
+                        if e["payload"].is_null() {
+                            String::new()
+                        } else {
+                            e["payload"].to_string()
+                        }
+                    )));
+                }
+            }
+        }
+    }
+    let detail = Paragraph::new(lines)
+        .wrap(Wrap { trim: true })
+        .block(Block::default().borders(Borders::ALL).title(" detail "));
+    f.render_widget(detail, area);
+}
+
+enum Input {
+    Key(KeyEvent),
+    Resize,
+    Stream(Value),
+    StreamEnded,
+}
+
+fn request(
+    target: &Target,
+    caller: &Option<String>,
+    method: &str,
+    params: Value,
+) -> Result<Value, String> {
+    match client::request(
+        target,
+        method,
+        params,
+        caller.as_deref(),
+        false,
+        Duration::from_secs(30),
+    ) {
+        Ok(r) if r.ok => Ok(r.result.unwrap_or(Value::Null)),
+        Ok(r) => Err(r
+            .error
+            .map(|e| format!("{}: {}", e.code, e.message))
+            .unwrap_or_default()),
+        Err(crate::client::ClientError::NoDaemon(e) | crate::client::ClientError::Failed(e)) => {
+            Err(format!("{}: {}", e.code, e.message))
+        }
+        Err(crate::client::ClientError::Usage(m)) => Err(m),
+    }
+}
+
+/// Run the dashboard until `q`.
+pub fn run(target: &Target, caller: &Option<String>) -> i32 {
+    let (tx, rx) = mpsc::channel::<Input>();
+    // The stream first, so nothing between the list and the stream is missed.
+    {
+        let tx = tx.clone();
+        let target = target.clone();
+        let caller = caller.clone();
+        std::thread::spawn(move || {
+            let res = client::stream_lines(
+                &target,
+                "stream.watch",
+                json!({}),
+                caller.as_deref(),
+                false,
+                |line| {
+                    let _ = tx.send(Input::Stream(line));
+                },
+            );
+            let _ = res;
+            let _ = tx.send(Input::StreamEnded);
+        });
+    }
+    let mut app = App::default();
+    match request(target, caller, "sessions.list", json!({})) {
+        Ok(r) => app.sessions = r["sessions"].as_array().cloned().unwrap_or_default(),
+        Err(e) => {
+            eprintln!(
+                "{}",
+                json!({"ok": false, "error": {"code": "no_daemon", "message": e}})
+            );
+            return 3;
+        }
+    }
+    {
+        let tx = tx.clone();
+        std::thread::spawn(move || loop {
+            match event::read() {
+                Ok(TermEvent::Key(k)) => {
+                    if tx.send(Input::Key(k)).is_err() {
+                        return;
+                    }
+                }
+                Ok(TermEvent::Resize(..)) => {
+                    let _ = tx.send(Input::Resize);
+                }
+                Ok(_) => {}
+                Err(_) => return,
+            }
+        });
+    }
+    let mut terminal = match enter() {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: cannot start the dashboard: {e}");
+            return 2;
+        }
+    };
+    let mut dirty: BTreeSet<String> = BTreeSet::new();
+    loop {
+        // Re-read the sessions events touched since the last frame.
+        for id in std::mem::take(&mut dirty) {
+            if let Ok(r) = request(target, caller, "sessions.get", json!({"session_id": id})) {
+                app.upsert(r["session"].clone());
+            }
+        }
+        let _ = terminal.draw(|f| draw(f, &app, SystemTime::now()));
+        let Ok(first) = rx.recv() else { break };
+        // Take everything already queued before redrawing (a burst becomes one frame).
+        let mut batch = vec![first];
+        batch.extend(rx.try_iter());
+        let mut quit = false;
+        for input in batch {
+            match input {
+                Input::Stream(line) if line["type"] == "event" => {
+                    let e = &line["event"];
+                    app.remember(e);
+                    dirty.insert(s(e, "session_id").to_string());
+                }
+                Input::Stream(line) if line["type"] == "hello" => {
+                    app.cursor = line["cursor"].as_u64().unwrap_or(0);
+                }
+                Input::Stream(_) | Input::Resize => {}
+                Input::StreamEnded => {
+                    app.status_line = Some("the event stream ended (daemon gone?)".into())
+                }
+                Input::Key(k) => {
+                    if handle_key(&mut app, k, target, caller, &mut terminal) {
+                        quit = true;
+                    }
+                }
+            }
+        }
+        if quit {
+            break;
+        }
+    }
+    leave(&mut terminal);
+    0
+}
+
+type Term = ratatui::Terminal<ratatui::backend::CrosstermBackend<std::io::Stdout>>;
+
+fn enter() -> std::io::Result<Term> {
+    enable_raw_mode()?;
+    execute!(std::io::stdout(), EnterAlternateScreen)?;
+    ratatui::Terminal::new(ratatui::backend::CrosstermBackend::new(std::io::stdout()))
+}
+
+fn leave(terminal: &mut Term) {
+    let _ = disable_raw_mode();
+    let _ = execute!(terminal.backend_mut(), LeaveAlternateScreen);
+    let _ = terminal.show_cursor();
+}
+
+/// Apply a key; true to quit.
+fn handle_key(
+    app: &mut App,
+    k: KeyEvent,
+    target: &Target,
+    caller: &Option<String>,
+    terminal: &mut Term,
+) -> bool {
+    if let Some((_, action)) = app.confirm.take() {
+        if k.code == KeyCode::Char('y') {
+            let (method, params) = match &action {
+                Action::Interrupt(id) => (
+                    "sessions.action",
+                    json!({"session_id": id, "action": "interrupt"}),
+                ),
+                Action::Archive(id) => ("sessions.archive", json!({"session_id": id})),
+                Action::Restart(id) => (
+                    "sessions.restart",
+                    json!({"session_id": id, "last_command": true}),
+                ),
+            };
+            app.status_line = Some(match request(target, caller, method, params) {
+                Ok(_) => format!("done: {method}"),
+                Err(e) => e,
+            });
+        } else {
+            app.status_line = Some("cancelled".into());
+        }
+        return false;
+    }
+    app.status_line = None;
+    match k.code {
+        KeyCode::Char('q') | KeyCode::Esc => return true,
+        KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => return true,
+        KeyCode::Down | KeyCode::Char('j') => {
+            app.selected = (app.selected + 1).min(app.sessions.len().saturating_sub(1));
+        }
+        KeyCode::Up | KeyCode::Char('k') => app.selected = app.selected.saturating_sub(1),
+        KeyCode::Char('f') => {
+            if let Some(v) = app.selected_session() {
+                let id = s(v, "session_id").to_string();
+                app.status_line = Some(
+                    match request(
+                        target,
+                        caller,
+                        "sessions.action",
+                        json!({"session_id": id, "action": "focus"}),
+                    ) {
+                        Ok(_) => format!("focused {}", short(&id)),
+                        Err(e) => e,
+                    },
+                );
+            }
+        }
+        KeyCode::Char(c @ ('i' | 'a' | 'r')) => app.confirm = app.confirmation_for(c),
+        KeyCode::Enter => {
+            if let Some(v) = app.selected_session() {
+                let id = s(v, "session_id").to_string();
+                leave(terminal);
+                let outcome = crate::attach::run(target, Some(id), caller.as_deref(), 0x1c);
+                if let Ok(t) = enter() {
+                    *terminal = t;
+                }
+                let _ = terminal.clear();
+                app.status_line = Some(match outcome {
+                    Ok(_) => "back from attach".into(),
+                    Err(_) => "attach failed".into(),
+                });
+            }
+        }
+        _ => {}
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ratatui::backend::TestBackend;
+    use ratatui::Terminal;
+
+    fn frame(app: &App, w: u16, h: u16) -> String {
+        let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+        let now = humantime::parse_rfc3339("2026-06-14T12:10:00Z").unwrap();
+        t.draw(|f| draw(f, app, now)).unwrap();
+        let buf = t.backend().buffer().clone();
+        let mut out = String::new();
+        for y in 0..buf.area.height {
+            let mut line = String::new();
+            for x in 0..buf.area.width {
+                line.push_str(buf[(x, y)].symbol());
+            }
+            out.push_str(&format!("{:>2} {}\n", y, line.trim_end()));
+        }
+        out
+    }
+
+    fn session(n: u32, lifecycle: &str, extra: Value) -> Value {
+        let mut v = json!({
+            "session_id": format!("{n:08X}-0000-4000-8000-000000000000"),
+            "title": format!("job-{n}"), "command": "make", "lifecycle": lifecycle,
+            "metadata": {}, "created_at": "2026-06-14T12:00:00Z", "restart_count": 0,
+            "focused": false,
+        });
+        for (k, val) in extra.as_object().unwrap() {
+            v[k] = val.clone();
+        }
+        v
+    }
+
+    fn fleet() -> App {
+        let mut app = App::default();
+        app.sessions = vec![
+            session(
+                1,
+                "running",
+                json!({"workflow_state": "running", "group": "release", "focused": true, "summary": "building artifacts"}),
+            ),
+            session(
+                2,
+                "exited",
+                json!({"exit_code": 3, "workflow_state": "failed", "group": "release"}),
+            ),
+            session(3, "exited", json!({"exit_signal": "SIGKILL"})),
+            session(4, "closed", json!({"workflow_state": "complete"})),
+            session(5, "archived", json!({"workflow_state": "blocked"})),
+            session(
+                6,
+                "backoff",
+                json!({"restart_count": 2, "workflow_state": "needsInput"}),
+            ),
+            session(
+                7,
+                "running",
+                json!({"parent_id": "00000001-0000-4000-8000-000000000000", "metadata": {"pr.url": "https://x/1"}, "result": "ship it"}),
+            ),
+        ];
+        app.remember(&json!({"cursor": 41, "session_id": "00000001-0000-4000-8000-000000000000", "source_kind": "agent", "kind": "event", "name": "tests.green", "payload": {"n": 3}}));
+        app.cursor = 41;
+        app
+    }
+
+    fn snap(name: &str, text: String) {
+        let mut settings = insta::Settings::clone_current();
+        settings.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots/maxx-top"));
+        settings.set_prepend_module_to_snapshot(false);
+        settings.bind(|| insta::assert_snapshot!(name, text));
+    }
+
+    #[test]
+    fn empty_daemon() {
+        snap("top_empty", frame(&App::default(), 100, 16));
+    }
+
+    #[test]
+    fn mixed_fleet() {
+        snap("top_fleet", frame(&fleet(), 120, 24));
+    }
+
+    #[test]
+    fn narrow_terminal() {
+        snap("top_narrow", frame(&fleet(), 60, 16));
+    }
+
+    #[test]
+    fn confirmations_name_target_and_consequence() {
+        let mut app = fleet();
+        app.selected = 1;
+        let (prompt, action) = app.confirmation_for('a').unwrap();
+        assert!(prompt.contains("00000002 (job-2)") && prompt.contains("record stays"));
+        assert_eq!(
+            action,
+            Action::Archive("00000002-0000-4000-8000-000000000000".into())
+        );
+        app.confirm = Some((prompt, action));
+        snap("top_confirm", frame(&app, 120, 24));
+    }
+}
