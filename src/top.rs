@@ -569,32 +569,34 @@ mod tests {
     }
 
     fn fleet() -> App {
-        let mut app = App::default();
-        app.sessions = vec![
-            session(
-                1,
-                "running",
-                json!({"workflow_state": "running", "group": "release", "focused": true, "summary": "building artifacts"}),
-            ),
-            session(
-                2,
-                "exited",
-                json!({"exit_code": 3, "workflow_state": "failed", "group": "release"}),
-            ),
-            session(3, "exited", json!({"exit_signal": "SIGKILL"})),
-            session(4, "closed", json!({"workflow_state": "complete"})),
-            session(5, "archived", json!({"workflow_state": "blocked"})),
-            session(
-                6,
-                "backoff",
-                json!({"restart_count": 2, "workflow_state": "needsInput"}),
-            ),
-            session(
-                7,
-                "running",
-                json!({"parent_id": "00000001-0000-4000-8000-000000000000", "metadata": {"pr.url": "https://x/1"}, "result": "ship it"}),
-            ),
-        ];
+        let mut app = App {
+            sessions: vec![
+                session(
+                    1,
+                    "running",
+                    json!({"workflow_state": "running", "group": "release", "focused": true, "summary": "building artifacts"}),
+                ),
+                session(
+                    2,
+                    "exited",
+                    json!({"exit_code": 3, "workflow_state": "failed", "group": "release"}),
+                ),
+                session(3, "exited", json!({"exit_signal": "SIGKILL"})),
+                session(4, "closed", json!({"workflow_state": "complete"})),
+                session(5, "archived", json!({"workflow_state": "blocked"})),
+                session(
+                    6,
+                    "backoff",
+                    json!({"restart_count": 2, "workflow_state": "needsInput"}),
+                ),
+                session(
+                    7,
+                    "running",
+                    json!({"parent_id": "00000001-0000-4000-8000-000000000000", "metadata": {"pr.url": "https://x/1"}, "result": "ship it"}),
+                ),
+            ],
+            ..App::default()
+        };
         app.remember(&json!({"cursor": 41, "session_id": "00000001-0000-4000-8000-000000000000", "source_kind": "agent", "kind": "event", "name": "tests.green", "payload": {"n": 3}}));
         app.cursor = 41;
         app
