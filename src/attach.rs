@@ -83,6 +83,7 @@ pub fn run(
     target: &Target,
     session: Option<String>,
     caller: Option<&str>,
+    confirm: bool,
     detach_key: u8,
 ) -> Result<Outcome, ClientError> {
     let stdin = std::io::stdin();
@@ -105,7 +106,7 @@ pub fn run(
         "sessions.attach",
         Value::Object(params),
         caller,
-        false,
+        confirm,
         false,
     )?;
     let mut reader = BufReader::new(stream.try_clone().map_err(io_failed)?);

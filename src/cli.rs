@@ -293,6 +293,7 @@ pub enum LifecycleArg {
     Exited,
     Closed,
     Archived,
+    Backoff,
 }
 
 #[allow(clippy::large_enum_variant)]

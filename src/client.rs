@@ -16,6 +16,8 @@ use std::time::Duration;
 pub struct Target {
     /// The control dir holding `control.sock` and `token`.
     pub control_dir: PathBuf,
+    /// `--socket PATH` as given (its folder must be a valid control dir holding the token).
+    pub socket: Option<PathBuf>,
 }
 
 impl Target {
@@ -26,18 +28,23 @@ impl Target {
             Some(sock) => Target {
                 control_dir: sock
                     .parent()
+                    .filter(|p| !p.as_os_str().is_empty())
                     .map(PathBuf::from)
                     .unwrap_or_else(|| PathBuf::from(".")),
+                socket: Some(sock.clone()),
             },
             None => Target {
                 control_dir: default_control_dir(),
+                socket: None,
             },
         }
     }
 
     /// The socket path.
     pub fn socket_path(&self) -> PathBuf {
-        self.control_dir.join(SOCKET_FILE)
+        self.socket
+            .clone()
+            .unwrap_or_else(|| self.control_dir.join(SOCKET_FILE))
     }
 }
 
@@ -90,7 +97,7 @@ pub fn send_request(
         }
         Err(e) => return Err(no_daemon(target, &e.to_string())),
     };
-    let mut stream = match UnixStream::connect(dir.socket_path()) {
+    let mut stream = match UnixStream::connect(target.socket_path()) {
         Ok(s) => s,
         Err(e) => return Err(no_daemon(target, &e.to_string())),
     };

@@ -101,7 +101,13 @@ fn run(cli: Cli) -> i32 {
                     return 2;
                 }
             };
-            match attach::run(&target, a.session_id, cli.caller.as_deref(), key) {
+            match attach::run(
+                &target,
+                a.session_id,
+                cli.caller.as_deref(),
+                cli.confirm,
+                key,
+            ) {
                 Ok(attach::Outcome::Detached(id)) => {
                     eprintln!("[detached from {id}]");
                     0

@@ -517,7 +517,7 @@ fn handle_key(
             if let Some(v) = app.selected_session() {
                 let id = s(v, "session_id").to_string();
                 leave(terminal);
-                let outcome = crate::attach::run(target, Some(id), caller.as_deref(), 0x1c);
+                let outcome = crate::attach::run(target, Some(id), caller.as_deref(), false, 0x1c);
                 if let Ok(t) = enter() {
                     *terminal = t;
                 }

@@ -229,3 +229,52 @@ fn the_policy_survives_a_daemon_restart_without_resurrecting() {
     let v = d.cli_ok(&["sessions", "set-restart-policy", &id, "--restart", "never"]);
     assert!(v["result"]["session"].get("restart_policy").is_none());
 }
+
+#[test]
+fn close_during_backoff_cancels_the_restart_and_streams_do_not_end_on_it() {
+    let d = Daemon::start();
+    let id = sid(
+        &d.create(json!({"command": "exit 1", "restart": "always", "backoff": "300ms..300ms"}))
+    );
+    // A single-session stream sees `exited` with restart_pending and keeps going.
+    let mut s = d.open_stream("stream.watch", json!({"session_id": id, "since": 0}));
+    s.next();
+    let mut exited = Value::Null;
+    while exited.is_null() {
+        let e = s.next();
+        if e["event"]["name"] == "exited" {
+            exited = e;
+        }
+    }
+    assert_eq!(exited["event"]["payload"]["restart_pending"], true);
+    wait_for("backoff", T, || {
+        (d.get(&id)["lifecycle"] == "backoff").then_some(())
+    });
+    d.ok("sessions.cancel", json!({"session_id": id}));
+    let r = d.ok(
+        "sessions.wait",
+        json!({"session_id": id, "lifecycle": "running", "timeout": 1}),
+    );
+    assert_eq!(r["outcome"], "ended");
+    let v = d.get(&id);
+    assert_eq!(v["lifecycle"], "closed");
+    assert!(v.get("next_restart_at").is_none());
+    // Let the cancelled backoff's deadline pass (a wait that times out, not a sleep).
+    let r = d.ok(
+        "stream.wait",
+        json!({"session_id": id, "event": "never", "timeout": 0.6}),
+    );
+    assert_eq!(r["outcome"], "ended");
+    let r = d.ok(
+        "stream.wait",
+        json!({"group": "no-such-group-x", "event": "never", "timeout": 0.6}),
+    );
+    assert_eq!(r["outcome"], "timeout");
+    assert_eq!(d.get(&id)["restart_count"], 0);
+    assert!(named(&events(&d, &id), "restarted").is_empty());
+    d.err(
+        "sessions.set-restart-policy",
+        json!({"session_id": id}),
+        "invalid_request",
+    );
+}

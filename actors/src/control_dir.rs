@@ -107,7 +107,7 @@ impl ControlDir {
         self.path.join(LOG_FILE)
     }
 
-    /// Write a fresh token (≥ 128 bits from the OS RNG, hex) atomically with mode 0600.
+    /// Write a fresh token (256 bits from the OS RNG, hex) atomically with mode 0600.
     pub fn write_new_token(&self) -> io::Result<String> {
         let mut bytes = [0u8; 32];
         getrandom::fill(&mut bytes).map_err(|e| io::Error::other(format!("getrandom: {e}")))?;

@@ -1,20 +1,29 @@
 //! The maxx daemon's actor tree.
 //!
 //! ```text
-//! RootSupervisor                      root_supervisor.rs
-//! ├── RegistryActor                   registry.rs      session table, ids, focus, record copies
-//! ├── SessionSupervisor               session_supervisor.rs
-//! │   └── SessionActor (one/session)  session.rs       PTY + child (pty.rs), light screen
-//! │                                                    (screen.rs), record, lifecycle, waits
-//! └── Listener                        listener.rs      control.sock accept loop
-//!     └── ConnectionActor (one/conn)  connection.rs    read → authenticate → decode → route → reply
+//! RootSupervisor                      root_supervisor.rs   spawns the tree, stops the daemon
+//! │                                                        if a core actor fails
+//! ├── RegistryActor                   registry.rs          session table, ids, focus, group
+//! │                                                        counters, parent graph, record copies
+//! ├── PersistenceActor                persistence.rs       registry.json + journal, retention
+//! ├── PolicyActor                     policy.rs            (source, capability, target) -> decision
+//! ├── BusActor                        bus.rs               process-wide cursor, ring, subscribers
+//! ├── SessionSupervisor               session_supervisor.rs  recovers a failed session's record
+//! │   └── SessionActor (one/session)  session.rs           PTY + child (pty.rs), light screen
+//! │                                                        (screen.rs), grid (grid.rs), record,
+//! │                                                        audit log, waits, watchers, runs
+//! └── Listener                        listener.rs          control.sock accept loop
+//!     └── ConnectionActor (one/conn)  connection.rs        read -> authenticate -> decode ->
+//!                                                          authorize -> route -> reply
 //! ```
 //!
 //! A request travels: socket → `Listener` → `ConnectionActor` (the JSON edge: bounded
-//! read, token check, decode into a typed `Call`) → `RegistryActor` (reads, routing) →
-//! `SessionActor` (mutations, actions, waits) → back to the connection, which writes one
-//! response line. Session actors publish every record change to the registry before they
-//! answer, so reads always see the caller's own writes.
+//! read, token check, decode into a typed `Call`) → `PolicyActor` (allow / deny / confirm,
+//! before any lookup or side effect) → `RegistryActor` (reads, routing) → `SessionActor`
+//! (mutations, actions, waits) → `BusActor` (events) and `PersistenceActor` (the journal)
+//! → back to the connection, which writes one response line. Session actors publish every
+//! record change to the registry and the journal before they answer, so reads see the
+//! caller's own writes and an acknowledged change survives a crash.
 //!
 //! Entry point: [`daemon::run`]. Control dir checks: [`control_dir`].
 

@@ -28,6 +28,8 @@ use tokio::task::JoinHandle;
 const READ_CHUNK: usize = 64 * 1024;
 /// Chunks in flight between the pump and the actor before the pump stops reading.
 const READ_CREDITS: usize = 16;
+/// Input bytes that may wait for a child that is not reading before writes are refused.
+pub const INPUT_QUEUE_MAX: usize = 1024 * 1024;
 /// How long a hung-up child may take to exit before it is killed.
 pub const KILL_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
@@ -75,6 +77,8 @@ pub struct Pty {
     // Field order is drop order: stop the pump before the master fd closes.
     pump: JoinHandle<()>,
     input: mpsc::UnboundedSender<InputChunk>,
+    /// Bytes queued for the child and not yet written (bounded by [`INPUT_QUEUE_MAX`]).
+    queued: Arc<std::sync::atomic::AtomicUsize>,
     master: Box<dyn MasterPty + Send>,
     // Held so the std Child is not dropped early; reaping is done with waitpid.
     _child: Box<dyn Child + Send + Sync>,
@@ -129,10 +133,12 @@ impl Pty {
         let io_fd = register(io_fd)?;
         let pidfd = register(pidfd)?;
         let (input, input_rx) = mpsc::unbounded_channel();
-        let pump = tokio::spawn(pump(io_fd, pidfd, input_rx, sink));
+        let queued = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let pump = tokio::spawn(pump(io_fd, pidfd, input_rx, queued.clone(), sink));
         Ok(Pty {
             pump,
             input,
+            queued,
             master,
             _child: child,
             pid,
@@ -148,7 +154,17 @@ impl Pty {
     /// Queue bytes for the child's input; the receiver resolves once they are written to
     /// the kernel's tty queue.
     pub fn write(&self, bytes: Vec<u8>) -> oneshot::Receiver<io::Result<()>> {
+        use std::sync::atomic::Ordering;
         let (done, rx) = oneshot::channel();
+        let len = bytes.len();
+        if self.queued.fetch_add(len, Ordering::AcqRel) + len > INPUT_QUEUE_MAX {
+            self.queued.fetch_sub(len, Ordering::AcqRel);
+            let _ = done.send(Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                "the program is not reading its input",
+            )));
+            return rx;
+        }
         if let Err(mpsc::error::SendError(chunk)) = self.input.send(InputChunk { bytes, done }) {
             let _ = chunk.done.send(Err(io::Error::other("the PTY is closed")));
         }
@@ -349,6 +365,7 @@ async fn pump<F>(
     io: AsyncFd<OwnedFd>,
     pidfd: AsyncFd<OwnedFd>,
     mut input_rx: mpsc::UnboundedReceiver<InputChunk>,
+    queued: Arc<std::sync::atomic::AtomicUsize>,
     sink: F,
 ) where
     F: Fn(PumpEvent) -> bool + Send + 'static,
@@ -389,6 +406,7 @@ async fn pump<F>(
                 match written {
                     Ok(n) => {
                         offset += n;
+                        queued.fetch_sub(n, std::sync::atomic::Ordering::AcqRel);
                         if offset >= pending.front().map_or(0, |c| c.bytes.len()) {
                             if let Some(chunk) = pending.pop_front() {
                                 let _ = chunk.done.send(Ok(()));
@@ -398,6 +416,7 @@ async fn pump<F>(
                     }
                     Err(e) => {
                         // The slave is gone: fail everything queued.
+                        queued.store(0, std::sync::atomic::Ordering::Release);
                         for chunk in pending.drain(..) {
                             let _ = chunk.done.send(Err(io::Error::new(e.kind(), e.to_string())));
                         }

@@ -307,7 +307,9 @@ impl Actor for RegistryActor {
             RegistryMsg::Register { view, actor, focus } => {
                 let id = view.session_id.clone();
                 state.surfaces.insert(view.surface_id.clone(), id.clone());
-                state.index(None, Some(&view));
+                // A replacement actor (after a failure) re-registers an existing record.
+                let old = state.sessions.get(&id).map(|e| e.view.clone());
+                state.index(old.as_ref(), Some(&view));
                 let group = view.group.clone();
                 if state
                     .sessions

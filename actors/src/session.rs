@@ -558,9 +558,8 @@ impl Actor for SessionActor {
                 };
                 state.ack(reply, result);
             }
-            SessionMsg::View(reply) => {
-                let _ = reply.send(state.view.clone());
-            }
+            // `View` answers a create: it goes through the journal like any acknowledgement.
+            SessionMsg::View(reply) => state.ack(reply, state.view.clone()),
             SessionMsg::Update {
                 status,
                 metadata,
@@ -660,7 +659,7 @@ impl Actor for SessionActor {
             }
             SessionMsg::Resize(size, reply) => {
                 let result = state.resize(size);
-                let _ = reply.send(result);
+                state.ack(reply, result);
             }
             SessionMsg::Archive(reason, reply) => {
                 state.archive(reason);
@@ -856,6 +855,8 @@ impl SessionState {
         }
         self.pty = None;
         self.view.pid = None;
+        self.restart_generation += 1;
+        self.view.next_restart_at = None;
         self.view.lifecycle = Lifecycle::Archived;
         self.view.archive_reason = reason.clone();
         self.record(
@@ -899,8 +900,7 @@ impl SessionState {
             self.view.surface_id = previous.1;
             self.view.lifecycle = Lifecycle::Closed;
             self.view.pid = None;
-            self.touch();
-            self.publish();
+            self.lifecycle_changed();
             return Err(ErrorBody::internal(format!("restart failed: {e}")));
         }
         let v = &mut self.view;
@@ -1160,9 +1160,13 @@ impl SessionState {
                     Lifecycle::Exited => 1,
                     Lifecycle::Closed | Lifecycle::Archived => 2,
                 };
+                // A closed session can still be archived; nothing else follows a terminal one.
+                let still_possible = current == Lifecycle::Closed && *wanted == Lifecycle::Archived;
                 if current == *wanted {
                     Some((Outcome::Matched, None))
-                } else if current.is_terminal() || rank(current) > rank(*wanted) {
+                } else if !still_possible
+                    && (current.is_terminal() || rank(current) > rank(*wanted))
+                {
                     Some((Outcome::Ended, None))
                 } else {
                     None
@@ -1239,13 +1243,19 @@ impl SessionState {
                         p
                     }
                 };
-                self.mechanical("exited", Some(payload.clone()));
-                self.last_exit = Some(payload);
+                self.last_exit = Some(payload.clone());
                 self.view.pid = None;
                 if self.view.lifecycle == Lifecycle::Running {
                     // Decide before anyone sees `exited`: a session its policy will restart
-                    // goes straight to `backoff`.
-                    match self.policy_decision() {
+                    // goes straight to `backoff`, and its `exited` event says so, so streams
+                    // following the session do not end on it.
+                    let decision = self.policy_decision();
+                    let mut payload = payload;
+                    if matches!(decision, PolicyDecision::Restart(_)) {
+                        payload["restart_pending"] = Value::Bool(true);
+                    }
+                    self.mechanical("exited", Some(payload));
+                    match decision {
                         PolicyDecision::Restart(delay) => {
                             self.view.lifecycle = Lifecycle::Backoff;
                             self.view.next_restart_at = Some(maxx_protocol::time::rfc3339(
@@ -1272,6 +1282,7 @@ impl SessionState {
                     }
                     self.lifecycle_changed();
                 } else {
+                    self.mechanical("exited", Some(payload));
                     self.touch();
                     self.publish();
                 }
@@ -1519,11 +1530,7 @@ impl SessionState {
                 // Answer once the bytes are in the kernel's tty queue, without holding
                 // up this actor while a child that does not read its input catches up.
                 tokio::spawn(async move {
-                    let result = match written.await {
-                        Ok(Ok(())) => Ok(view),
-                        _ => Err(ErrorBody::ended(&view.session_id, "its terminal closed")),
-                    };
-                    let _ = reply.send(result);
+                    let _ = reply.send(input_result(written.await, view));
                 });
                 return;
             }
@@ -1535,7 +1542,10 @@ impl SessionState {
                 self.interrupt(params.signal)
             }
             ActionKind::Cancel | ActionKind::Close => {
-                if self.view.lifecycle.has_surface() {
+                if self.view.lifecycle.has_surface() || self.view.lifecycle == Lifecycle::Backoff {
+                    // A pending automatic restart must not fire after a close.
+                    self.restart_generation += 1;
+                    self.view.next_restart_at = None;
                     // Dropping the PTY hangs up the terminal, signals the child's group and
                     // reaps it (killing it after a grace period if it ignores the hangup).
                     self.pty = None;
@@ -1746,11 +1756,7 @@ impl SessionState {
         let written = pty.write(bytes);
         let view = self.view.clone();
         tokio::spawn(async move {
-            let result = match written.await {
-                Ok(Ok(())) => Ok(view),
-                _ => Err(ErrorBody::ended(&view.session_id, "its terminal closed")),
-            };
-            let _ = reply.send(result);
+            let _ = reply.send(input_result(written.await, view));
         });
     }
 
@@ -1909,6 +1915,26 @@ impl SessionState {
             }),
             title,
         }
+    }
+}
+
+/// The answer to an input write: the record, or why the bytes were not delivered.
+fn input_result(
+    written: Result<std::io::Result<()>, tokio::sync::oneshot::error::RecvError>,
+    view: SessionView,
+) -> Result<SessionView, ErrorBody> {
+    match written {
+        Ok(Ok(())) => Ok(view),
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::WouldBlock => Err(ErrorBody::new(
+            ErrorCode::Unsupported,
+            format!(
+                "session {}: the program is not reading its input ({} bytes are already queued)",
+                view.session_id,
+                crate::pty::INPUT_QUEUE_MAX
+            ),
+        )
+        .with_remedy("nothing was written; retry once the program reads, or interrupt it")),
+        _ => Err(ErrorBody::ended(&view.session_id, "its terminal closed")),
     }
 }
 

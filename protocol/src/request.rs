@@ -633,6 +633,11 @@ impl Call {
                     _ => return Err(ErrorBody::invalid("session_id is required")),
                 };
                 let raw: RawRestart = decode(Value::Object(map))?;
+                if raw.restart.is_none() {
+                    return Err(ErrorBody::invalid(
+                        "sessions.set-restart-policy needs restart (never removes the policy)",
+                    ));
+                }
                 Call::SetRestartPolicy {
                     session_id,
                     policy: raw.policy()?,
