@@ -713,6 +713,9 @@ fn sessions_request(verb: SessionsVerb) -> Result<(&'static str, Value, Duration
             "sessions.resize"
         }
         SessionsVerb::SetRestartPolicy(a) => {
+            if a.restart.restart.is_none() {
+                return Err("set-restart-policy needs --restart (never removes the policy)".into());
+            }
             p.insert("session_id".into(), json!(a.session_id));
             restart_params(&mut p, a.restart);
             "sessions.set-restart-policy"

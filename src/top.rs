@@ -370,11 +370,8 @@ pub fn run(target: &Target, caller: &Option<String>) -> i32 {
     match request(target, caller, "sessions.list", json!({})) {
         Ok(r) => app.sessions = r["sessions"].as_array().cloned().unwrap_or_default(),
         Err(e) => {
-            eprintln!(
-                "{}",
-                json!({"ok": false, "error": {"code": "no_daemon", "message": e}})
-            );
-            return 3;
+            eprintln!("error: {e}");
+            return if e.starts_with("no_daemon") { 3 } else { 1 };
         }
     }
     {

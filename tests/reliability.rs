@@ -124,9 +124,22 @@ fn a_silent_client_is_cut_off_by_the_read_timeout_and_idle_ones_do_not_block_oth
 
 #[test]
 fn mixed_load_from_many_clients_has_no_unexpected_errors_and_leaks_nothing() {
+    mixed_load(32, 60, 6);
+}
+
+/// The issue's full size: 200 clients × 500 mixed requests (a session every 50 requests).
+/// Run with `cargo test --release --test main -- --ignored full_mixed_load --nocapture`.
+#[test]
+#[ignore]
+fn full_mixed_load() {
+    mixed_load(200, 500, 50);
+}
+
+/// `clients` threads × `per_client` requests; every `create_every`-th request creates a
+/// session, the others get, list, declare, wait briefly or emit against it.
+fn mixed_load(clients: usize, per_client: usize, create_every: usize) {
     let mut d = Daemon::start();
-    let clients = 32;
-    let per_client: usize = 60;
+    let started = Instant::now();
     let socket = d.socket();
     let token = d.token();
     let rss_before = rss(d.pid());
@@ -147,7 +160,7 @@ fn mixed_load_from_many_clients_has_no_unexpected_errors_and_leaks_nothing() {
                 let mut errors = Vec::new();
                 let mut id = String::new();
                 for i in 0..per_client {
-                    let r = match i % 6 {
+                    let r = match if i % create_every == 0 { 0 } else { 1 + i % 5 } {
                         0 => {
                             let r = call(
                                 "sessions.create",
@@ -188,12 +201,19 @@ fn mixed_load_from_many_clients_has_no_unexpected_errors_and_leaks_nothing() {
         .into_iter()
         .flat_map(|h| h.join().unwrap())
         .collect();
+    let elapsed = started.elapsed();
+    let rss_peak = rss(d.pid());
     assert!(
         errors.is_empty(),
         "unexpected errors: {:?}",
         &errors[..errors.len().min(5)]
     );
-    let sessions = clients * per_client.div_ceil(6);
+    let sessions = clients * per_client.div_ceil(create_every);
+    eprintln!(
+        "mixed load: {clients} clients x {per_client} requests in {elapsed:?} ({:.0} req/s), \
+         {sessions} sessions, RSS {rss_before} KiB -> {rss_peak} KiB",
+        (clients * per_client) as f64 / elapsed.as_secs_f64()
+    );
     healthy(&mut d, sessions);
     assert_eq!(
         d.stat("connections"),
@@ -486,6 +506,12 @@ fn a_panicking_session_actor_touches_nothing_else_and_keeps_its_record() {
         .clone();
     assert_eq!(v["lifecycle"], "running");
     d.ok("debug.panic", json!({"session_id": a}));
+    // Its group's counters stay exact: with it closed, the group has exited.
+    let r = d.ok(
+        "stream.wait",
+        json!({"group": "g", "all": "exited", "timeout": 10}),
+    );
+    assert_eq!(r["outcome"], "matched");
     wait_for("the second recovery", T, || {
         (d.get(&a)["lifecycle"] == "closed").then_some(())
     });
@@ -530,4 +556,37 @@ fn a_failing_registry_write_keeps_serving_and_the_last_file() {
     std::fs::set_permissions(&journal, std::fs::Permissions::from_mode(0o700)).unwrap();
     std::fs::remove_dir(&journal).unwrap();
     let _ = &mut d;
+}
+
+#[test]
+fn input_to_a_program_that_never_reads_is_bounded() {
+    let d = Daemon::start();
+    let id = sid(&d.create(json!({"command": "exec sleep 60"})));
+    let chunk = "x".repeat(200 * 1024);
+    let (tx, rx) = std::sync::mpsc::channel();
+    for _ in 0..8 {
+        let (socket, token, id, chunk, tx) =
+            (d.socket(), d.token(), id.clone(), chunk.clone(), tx.clone());
+        std::thread::spawn(move || {
+            let mut s = UnixStream::connect(socket).unwrap();
+            let req = json!({"token": token, "method": "sessions.paste", "params": {"session_id": id, "text": chunk}});
+            s.write_all(format!("{req}\n").as_bytes()).unwrap();
+            let mut out = String::new();
+            let _ = s.read_to_string(&mut out);
+            let _ = tx.send(serde_json::from_str::<Value>(&out).unwrap_or(Value::Null));
+        });
+    }
+    // Some writes are refused at once, with nothing written, instead of queueing forever.
+    let refused = rx.recv_timeout(T).unwrap();
+    assert_eq!(refused["error"]["code"], "unsupported", "{refused}");
+    assert!(refused["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("not reading"));
+    // Closing the session fails whatever was still queued.
+    d.ok("sessions.cancel", json!({"session_id": id}));
+    for _ in 1..8 {
+        let r = rx.recv_timeout(T).unwrap();
+        assert_eq!(r["ok"], false, "{r}");
+    }
 }

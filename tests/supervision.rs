@@ -251,6 +251,10 @@ fn close_during_backoff_cancels_the_restart_and_streams_do_not_end_on_it() {
         (d.get(&id)["lifecycle"] == "backoff").then_some(())
     });
     d.ok("sessions.cancel", json!({"session_id": id}));
+    // The stream did not end on the pending-restart exit: the next line is the close.
+    let next = s.next();
+    assert_eq!(next["event"]["name"], "closed", "{next}");
+    assert_eq!(s.next(), json!({"type": "end"}));
     let r = d.ok(
         "sessions.wait",
         json!({"session_id": id, "lifecycle": "running", "timeout": 1}),

@@ -747,7 +747,14 @@ async fn run_ended(ctx: &DaemonContext, id: &str) -> Result<bool, ErrorBody> {
 
 /// Whether an event ends the run of its session.
 fn ends_run(e: &StreamEvent) -> bool {
-    e.kind == "lifecycle" && matches!(e.name.as_deref(), Some("exited" | "closed" | "archived"))
+    // An exit its restart policy will restart does not end the session's run.
+    let restart_pending = e
+        .payload
+        .as_ref()
+        .is_some_and(|p| p["restart_pending"] == true);
+    e.kind == "lifecycle"
+        && matches!(e.name.as_deref(), Some("exited" | "closed" | "archived"))
+        && !restart_pending
 }
 
 /// `stream.watch`: a hello line `{type: hello, schema, cursor, reset?, dropped_through?}`,
@@ -967,9 +974,10 @@ async fn attach(
                     let _ = actor.cast(SessionMsg::AttachInput(payload));
                 }
                 FRAME_RESIZE if len == 4 => {
+                    let clamp = |n: u16| n.clamp(1, maxx_protocol::limits::MAX_DIMENSION);
                     let size = maxx_protocol::screen::Size {
-                        cols: u16::from_be_bytes([payload[0], payload[1]]).max(1),
-                        rows: u16::from_be_bytes([payload[2], payload[3]]).max(1),
+                        cols: clamp(u16::from_be_bytes([payload[0], payload[1]])),
+                        rows: clamp(u16::from_be_bytes([payload[2], payload[3]])),
                     };
                     let _ = ask(&actor, |r| SessionMsg::Resize(size, r), ACTOR_CALL_TIMEOUT).await;
                 }

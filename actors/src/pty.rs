@@ -415,8 +415,13 @@ async fn pump<F>(
                         }
                     }
                     Err(e) => {
-                        // The slave is gone: fail everything queued.
-                        queued.store(0, std::sync::atomic::Ordering::Release);
+                        // The slave is gone: fail everything queued, releasing exactly the
+                        // bytes it still held against the queue bound.
+                        let mut held = 0;
+                        for (i, chunk) in pending.iter().enumerate() {
+                            held += chunk.bytes.len() - if i == 0 { offset } else { 0 };
+                        }
+                        queued.fetch_sub(held, std::sync::atomic::Ordering::AcqRel);
                         for chunk in pending.drain(..) {
                             let _ = chunk.done.send(Err(io::Error::new(e.kind(), e.to_string())));
                         }

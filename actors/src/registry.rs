@@ -432,9 +432,18 @@ impl Actor for RegistryActor {
                         "session actor failed; record kept, surface closed"
                     );
                     entry.actor = None;
-                    entry.view.lifecycle = Lifecycle::Closed;
+                    let old = entry.view.clone();
+                    if entry.view.lifecycle != Lifecycle::Archived {
+                        entry.view.lifecycle = Lifecycle::Closed;
+                    }
                     entry.view.pid = None;
                     entry.view.updated_at = now_rfc3339();
+                    let new = entry.view.clone();
+                    // Keep the group counters exact, and wake group waits this settles.
+                    state.index(Some(&old), Some(&new));
+                    if let Some(g) = new.group {
+                        state.settle_group(&g);
+                    }
                 }
             }
             RegistryMsg::Get(id, reply) => {

@@ -1458,8 +1458,11 @@ impl SessionState {
         let pty = self.require_running("interrupt")?;
         match signal {
             None => {
-                drop(pty.write(vec![0x03]));
-                Ok(self.view.clone())
+                let mut written = pty.write(vec![0x03]);
+                match written.try_recv() {
+                    Ok(Err(e)) => input_result(Ok(Err(e)), self.view.clone()),
+                    _ => Ok(self.view.clone()),
+                }
             }
             Some(sig) => {
                 let signal = match sig {
@@ -1674,7 +1677,16 @@ impl SessionState {
         );
         let end = regex::Regex::new(&format!("__MAXX_END_{tag}:(-?[0-9]+)"))
             .expect("static pattern compiles");
-        drop(pty.write(line.into_bytes()));
+        let mut written = pty.write(line.into_bytes());
+        if let Ok(Err(e)) = written.try_recv() {
+            // Refused at once (the program is not reading its input): say so now rather
+            // than wait out the budget for a command that was never typed.
+            let refused = input_result(Ok(Err(e)), self.view.clone())
+                .err()
+                .unwrap_or_else(|| ErrorBody::internal("input refused"));
+            let _ = reply.send(Err(refused));
+            return;
+        }
         // Track the screen from now on.
         let _ = self.grid();
         self.next_id += 1;
