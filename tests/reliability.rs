@@ -230,9 +230,13 @@ fn mixed_load(clients: usize, per_client: usize, create_every: usize) {
         d.ok("sessions.cancel", json!({"session_id": s["session_id"]}));
     }
     let rss_after = rss(d.pid());
+    eprintln!("after closing every session (records kept): RSS {rss_after} KiB");
+    // Closed records (view, audit log, durable copy) stay in memory until retention drops
+    // them; what must not happen is growth beyond that per record.
+    let bound = rss_before + 64 * 1024 + sessions as u64 * 128;
     assert!(
-        rss_after < rss_before + 64 * 1024,
-        "RSS grew from {rss_before} KiB to {rss_after} KiB"
+        rss_after < bound,
+        "RSS grew from {rss_before} KiB to {rss_after} KiB (bound {bound} KiB)"
     );
 }
 
