@@ -356,6 +356,14 @@ impl PersistState {
                 self.journal = None;
             }
         }
+    }
+
+    /// Journal an operation, apply it, and fold when the journal is big. The order matters:
+    /// a fold snapshots the records and truncates the journal, so the operation must be in
+    /// the records before any fold can run.
+    fn record(&mut self, op: Op) {
+        self.append(&op);
+        self.apply(op);
         if self.journal_bytes > FOLD_BYTES {
             tokio::task::block_in_place(|| self.fold());
         }
@@ -408,16 +416,8 @@ impl Actor for PersistenceActor {
         state: &mut PersistState,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            PersistMsg::Upsert(view) => {
-                let op = Op::Session { session: view };
-                state.append(&op);
-                state.apply(op);
-            }
-            PersistMsg::Audit(entry) => {
-                let op = Op::Audit { entry };
-                state.append(&op);
-                state.apply(op);
-            }
+            PersistMsg::Upsert(view) => state.record(Op::Session { session: view }),
+            PersistMsg::Audit(entry) => state.record(Op::Audit { entry }),
             PersistMsg::Ack(done) => done(),
             PersistMsg::TakeRestored(reply) => {
                 let _ = reply.send(state.restored.take().unwrap_or_default());
@@ -629,5 +629,47 @@ mod tests {
             huge.len() as u64
         );
         fs::remove_dir_all(&tmp).unwrap();
+    }
+}
+
+#[cfg(test)]
+mod fold_tests {
+    use super::*;
+
+    /// Regression: an operation that triggers a fold must be in the snapshot the fold
+    /// writes (it used to be applied after the journal holding it was truncated).
+    #[test]
+    fn the_operation_that_triggers_a_fold_is_in_the_snapshot() {
+        let tmp = std::env::temp_dir().join(format!("maxx-fold-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        let dir = ControlDir::prepare(&tmp).unwrap();
+        let mut st = PersistState {
+            dir,
+            fsync: false,
+            read_only: false,
+            records: HashMap::new(),
+            restored: None,
+            journal: None,
+            journal_bytes: FOLD_BYTES, // the next write folds
+        };
+        let json = serde_json::json!({
+            "session_id": "00000001-0000-4000-8000-000000000000", "surface_id": "S",
+            "title": null, "command": "true", "cwd": "/", "status": null, "lifecycle": "running",
+            "metadata": {"k": "v"}, "created_at": "2026-01-01T00:00:00Z",
+            "updated_at": "2026-01-01T00:00:00Z", "pid": null, "location": "tab",
+            "focused": false, "restart_count": 0, "cols": 80, "rows": 24
+        });
+        let view: SessionView = serde_json::from_value(json).unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread().build().unwrap();
+        rt.block_on(async {
+            st.record(Op::Session {
+                session: Box::new(view),
+            })
+        });
+        let snap: Snapshot =
+            serde_json::from_slice(&std::fs::read(tmp.join(REGISTRY_FILE)).unwrap()).unwrap();
+        assert_eq!(snap.sessions.len(), 1);
+        assert_eq!(snap.sessions[0].session.metadata["k"], "v");
+        std::fs::remove_dir_all(&tmp).unwrap();
     }
 }
