@@ -1,0 +1,280 @@
+//! Scenario 4 — Group wait: N members exit at once; how long after the last exit does the waiter know?
+//!
+//! Every member runs this bench binary (`child-fifo`): it opens a shared FIFO (the bench
+//! holds it open read-write, so the open does not block), reports ready, and blocks in
+//! `read`. The bench closes its end: every member sees EOF at the same moment, stamps
+//! CLOCK_MONOTONIC into a shared file (one O_APPEND write) and `_exit(0)`s.
+//!
+//! maxx: `stream.wait {group, all: "exited"}` open on its own connection before the
+//! trigger; the figure is its return time minus the last member's stamp. It must answer
+//! `matched` with every member exited (never misses an exit).
+//! tmux: the fastest event-driven equivalent: a control-mode client attached to the
+//! session counts `%window-close` notifications (windows close when their pane's process
+//! exits, remain-on-exit off) until all N have closed.
+
+use crate::maxx::{read_line, Daemon};
+use crate::tmux::Tmux;
+use crate::util::{median, mkfifo, mono_ns, wait_until, Summary, TempDir, R};
+use crate::{Cfg, Row};
+use serde_json::{json, Value};
+use std::io::Write;
+use std::os::fd::OwnedFd;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// The member program: see the module doc.
+pub fn child_fifo(fifo: &str, ready: &str, stamps: &str) -> ! {
+    use std::io::Read;
+    let mut f = match std::fs::File::open(fifo) {
+        Ok(f) => f,
+        Err(_) => unsafe { libc::_exit(3) },
+    };
+    if let Ok(mut r) = std::fs::OpenOptions::new().append(true).open(ready) {
+        let _ = r.write_all(b"r\n");
+    }
+    let mut b = [0u8; 64];
+    loop {
+        match f.read(&mut b) {
+            Ok(0) => break,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        }
+    }
+    let t = mono_ns();
+    if let Ok(mut s) = std::fs::OpenOptions::new().append(true).open(stamps) {
+        let _ = s.write_all(format!("{t}\n").as_bytes());
+    }
+    unsafe { libc::_exit(0) }
+}
+
+struct Setup {
+    _dir: TempDir,
+    fifo_holder: Option<OwnedFd>,
+    ready: std::path::PathBuf,
+    stamps: std::path::PathBuf,
+    cmd: String,
+}
+
+fn setup(me: &Path) -> R<Setup> {
+    let dir = TempDir::new("maxx-bench-group-")?;
+    let fifo = dir.join("fifo");
+    mkfifo(&fifo)?;
+    let holder: OwnedFd = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&fifo)?
+        .into();
+    let ready = dir.join("ready");
+    let stamps = dir.join("stamps");
+    std::fs::write(&ready, "")?;
+    std::fs::write(&stamps, "")?;
+    let cmd = format!(
+        "exec {} child-fifo {} {} {}",
+        me.display(),
+        fifo.display(),
+        ready.display(),
+        stamps.display()
+    );
+    Ok(Setup {
+        _dir: dir,
+        fifo_holder: Some(holder),
+        ready,
+        stamps,
+        cmd,
+    })
+}
+
+impl Setup {
+    fn wait_ready(&self, n: usize) -> R<()> {
+        let ready = self.ready.clone();
+        wait_until(
+            "members ready",
+            Duration::from_secs(120),
+            Duration::from_millis(5),
+            || {
+                std::fs::metadata(&ready)
+                    .map(|m| m.len() as usize >= 2 * n)
+                    .unwrap_or(false)
+            },
+        )
+    }
+    fn trigger(&mut self) -> u64 {
+        let t = mono_ns();
+        self.fifo_holder.take();
+        t
+    }
+    fn stamps(&self, n: usize) -> R<Vec<u64>> {
+        let path = self.stamps.clone();
+        wait_until(
+            "exit stamps",
+            Duration::from_secs(30),
+            Duration::from_millis(2),
+            || {
+                std::fs::read_to_string(&path)
+                    .map(|s| s.lines().count() >= n)
+                    .unwrap_or(false)
+            },
+        )?;
+        Ok(std::fs::read_to_string(&self.stamps)?
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect())
+    }
+}
+
+struct One {
+    after_last_ms: f64,
+    after_trigger_ms: f64,
+    exit_spread_ms: f64,
+}
+
+fn maxx_once(cfg: &Cfg, n: usize, tag: &str) -> R<One> {
+    let daemon = Daemon::start(&cfg.maxx, &[])?;
+    let c = daemon.client.clone();
+    let mut s = setup(&cfg.me)?;
+    let group = format!("g-{tag}");
+    for _ in 0..n {
+        c.create(json!({"command": s.cmd, "group": group, "focus": false}))?;
+    }
+    s.wait_ready(n)?;
+    let mut wait = c.open(
+        "stream.wait",
+        json!({"group": group, "all": "exited", "timeout": 300}),
+    )?;
+    wait_until(
+        "the group waiter",
+        Duration::from_secs(10),
+        Duration::from_millis(1),
+        || c.stat("waiters").unwrap_or(0) >= 1,
+    )?;
+    std::thread::sleep(Duration::from_millis(100));
+    let trig = s.trigger();
+    let v = read_line(&mut wait)?;
+    let ret = mono_ns();
+    if v["ok"] != true || v["result"]["outcome"] != "matched" {
+        return Err(format!("maxx stream.wait: {}", truncate(&v.to_string())).into());
+    }
+    let stamps = s.stamps(n)?;
+    if stamps.len() != n {
+        return Err(format!("{} of {n} members stamped their exit", stamps.len()).into());
+    }
+    // Never misses an exit: every member of the group is reported not running.
+    let listed = c.call("sessions.list", json!({"group": group}))?;
+    let arr = listed["sessions"].as_array().cloned().unwrap_or_default();
+    let running = arr.iter().filter(|m| m["lifecycle"] == "running").count();
+    if arr.len() != n || running != 0 {
+        return Err(format!(
+            "maxx group {group}: {} members, {running} still running after the wait",
+            arr.len()
+        )
+        .into());
+    }
+    let last = *stamps.iter().max().unwrap();
+    let first = *stamps.iter().min().unwrap();
+    Ok(One {
+        after_last_ms: (ret as f64 - last as f64) / 1e6,
+        after_trigger_ms: (ret as f64 - trig as f64) / 1e6,
+        exit_spread_ms: (last as f64 - first as f64) / 1e6,
+    })
+}
+
+fn tmux_once(cfg: &Cfg, n: usize) -> R<One> {
+    let tmux = Tmux::start("bench", 80, 24)?;
+    let mut ctl = tmux.control("bench")?;
+    let mut s = setup(&cfg.me)?;
+    for _ in 0..n {
+        ctl.cmd(&format!("new-window -d -t bench: \"{}\"", s.cmd))?;
+    }
+    s.wait_ready(n)?;
+    std::thread::sleep(Duration::from_millis(100));
+    // Drain queued notifications (window-add etc.) before the trigger.
+    let _ = ctl.cmd("display-message -p x")?;
+    ctl.notes.clear();
+    let trig = s.trigger();
+    let ret = ctl.wait_notes(
+        |l| l.starts_with("%window-close ") || l.starts_with("%unlinked-window-close "),
+        n,
+        Duration::from_secs(300),
+    )?;
+    let stamps = s.stamps(n)?;
+    let last = *stamps.iter().max().unwrap();
+    let first = *stamps.iter().min().unwrap();
+    let left = ctl.cmd("list-windows -t bench: -F '#{window_id}'")?.len();
+    if left != 1 {
+        return Err(format!("tmux: {left} windows left, expected only the keeper").into());
+    }
+    Ok(One {
+        after_last_ms: (ret as f64 - last as f64) / 1e6,
+        after_trigger_ms: (ret as f64 - trig as f64) / 1e6,
+        exit_spread_ms: (last as f64 - first as f64) / 1e6,
+    })
+}
+
+fn truncate(s: &str) -> String {
+    s.chars().take(300).collect()
+}
+
+pub fn run(cfg: &Cfg) -> R<(Vec<Row>, Value)> {
+    let plan: Vec<(usize, usize, &str)> = if cfg.quick {
+        vec![(100, 2, "≤ 2 ms"), (300, 1, "≤ 10 ms (at 1,000)")]
+    } else {
+        vec![(100, 7, "≤ 2 ms"), (1000, 5, "≤ 10 ms")]
+    };
+    let mut rows = Vec::new();
+    let mut detail = serde_json::Map::new();
+    for (n, runs, target) in plan {
+        let runs = cfg.runs.unwrap_or(runs);
+        let (mut m, mut mt, mut ms_, mut t, mut tt, mut ts, mut ratio) =
+            (vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
+        for run in 0..runs {
+            let started = Instant::now();
+            let a = maxx_once(cfg, n, &format!("{n}-{run}"))?;
+            let b = tmux_once(cfg, n)?;
+            eprintln!(
+                "  group {n} run {run}: maxx {:.2} ms after last exit ({:.2} after trigger, exits spread {:.2}); tmux {:.2} ms ({:.2}, {:.2}) [{:.1}s]",
+                a.after_last_ms, a.after_trigger_ms, a.exit_spread_ms, b.after_last_ms, b.after_trigger_ms, b.exit_spread_ms,
+                started.elapsed().as_secs_f64()
+            );
+            ratio.push(a.after_last_ms / b.after_last_ms);
+            m.push(a.after_last_ms);
+            mt.push(a.after_trigger_ms);
+            ms_.push(a.exit_spread_ms);
+            t.push(b.after_last_ms);
+            tt.push(b.after_trigger_ms);
+            ts.push(b.exit_spread_ms);
+        }
+        let limit = if n <= 100 { 2.0 } else { 10.0 };
+        rows.push(
+            Row::new(
+                "group",
+                &format!("stream wait --all exited, {n} exit at once: after last exit"),
+                "ms",
+            )
+            .maxx(Summary::of(&m))
+            .tmux(Summary::of(&t))
+            .ratio("maxx/tmux", Summary::of(&ratio))
+            .target(target, Summary::of(&m).map(|x| x.med <= limit))
+            .note(format!(
+                "after trigger: maxx med {:.1} ms, tmux med {:.1} ms; no exit missed",
+                median(&mt),
+                median(&tt)
+            )),
+        );
+        let j = |v: &Vec<f64>| Summary::of(v).map(|x| x.json());
+        detail.insert(
+            format!("members_{n}"),
+            json!({
+                "runs": runs,
+                "maxx_after_last_exit_ms": j(&m), "maxx_after_trigger_ms": j(&mt), "maxx_exit_spread_ms": j(&ms_),
+                "tmux_after_last_exit_ms": j(&t), "tmux_after_trigger_ms": j(&tt), "tmux_exit_spread_ms": j(&ts),
+                "ratio_maxx_over_tmux": j(&ratio),
+            }),
+        );
+    }
+    detail.insert(
+        "tmux_method".into(),
+        json!("control-mode client counting %window-close notifications"),
+    );
+    Ok((rows, Value::Object(detail)))
+}
