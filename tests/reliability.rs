@@ -568,7 +568,14 @@ fn a_failing_registry_write_keeps_serving_and_the_last_file() {
 #[test]
 fn input_to_a_program_that_never_reads_is_bounded() {
     let d = Daemon::start();
-    let id = sid(&d.create(json!({"command": "exec sleep 60"})));
+    // Raw mode: the tty takes ~4 KiB and then pushes back (in canonical mode it would
+    // silently discard the overflow instead).
+    let id = sid(&d.create(json!({
+        "command": "stty raw -echo; printf '\\033]2;ready\\007'; exec sleep 60"
+    })));
+    wait_for("raw mode", T, || {
+        (d.get(&id)["terminal_title"] == "ready").then_some(())
+    });
     let chunk = "x".repeat(200 * 1024);
     let (tx, rx) = std::sync::mpsc::channel();
     for _ in 0..8 {

@@ -17,7 +17,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::time::Duration;
 
-/// Every method this daemon implements, in documentation order.
+/// Every method this daemon implements besides the declaration verbs
+/// ([`DECLARATION_METHODS`]); [`all_methods`] lists both.
 pub const METHODS: &[&str] = &[
     "sessions.create",
     "sessions.get",
@@ -29,18 +30,6 @@ pub const METHODS: &[&str] = &[
     "sessions.watch",
     "sessions.events",
     "sessions.register-current",
-    "sessions.declare-state",
-    "sessions.emit-event",
-    "sessions.set-metadata",
-    "sessions.remove-metadata",
-    "sessions.clear-metadata",
-    "sessions.set-state",
-    "sessions.set-summary",
-    "sessions.set-result",
-    "sessions.clear-result",
-    "sessions.set-result-schema",
-    "sessions.clear-result-schema",
-    "sessions.set-agent-type",
     "sessions.set-group",
     "sessions.set-parent",
     "stream.watch",
@@ -677,7 +666,10 @@ impl Call {
                     ErrorCode::UnknownMethod,
                     format!("unknown method {:?}", truncate(other, 64)),
                 )
-                .with_remedy(format!("known methods: {}", METHODS.join(", "))))
+                .with_remedy(format!(
+                    "known methods: {}",
+                    all_methods().collect::<Vec<_>>().join(", ")
+                )))
             }
         };
         Ok(call)
@@ -1773,7 +1765,13 @@ pub enum Declaration {
     },
 }
 
-const DECLARATION_METHODS: &[&str] = &[
+/// Every method this daemon implements, in documentation order.
+pub fn all_methods() -> impl Iterator<Item = &'static str> {
+    METHODS.iter().chain(DECLARATION_METHODS).copied()
+}
+
+/// The declaration verbs (one `Call::Declare` carries them all).
+pub const DECLARATION_METHODS: &[&str] = &[
     "sessions.declare-state",
     "sessions.emit-event",
     "sessions.set-metadata",

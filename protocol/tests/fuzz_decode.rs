@@ -2,7 +2,7 @@
 //! typed error (`invalid_request` or `unknown_method`). Seeded and bounded so `cargo test`
 //! stays fast and repeatable; `PROPTEST_CASES=100000` runs a longer campaign.
 
-use maxx_protocol::request::{Call, METHODS};
+use maxx_protocol::request::{all_methods, Call};
 use maxx_protocol::ErrorCode;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
@@ -115,7 +115,7 @@ fn decoding_hostile_params_never_panics_and_errors_are_typed() {
         },
         TestRng::from_seed(RngAlgorithm::ChaCha, &[7; 32]),
     );
-    let methods: Vec<&str> = METHODS.iter().copied().chain(["bogus.method"]).collect();
+    let methods: Vec<&str> = all_methods().chain(["bogus.method"]).collect();
     runner
         .run(
             &(
