@@ -540,7 +540,7 @@ fn deleting_the_control_dir_stops_the_daemon_and_its_sessions() {
 }
 
 #[test]
-fn a_failing_registry_write_keeps_serving_and_the_last_file() {
+fn a_failing_journal_write_keeps_serving_from_memory() {
     use std::os::unix::fs::PermissionsExt;
     let mut d = Daemon::start();
     let id = sid(&d.create(json!({"command": "sleep 60"})));

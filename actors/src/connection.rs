@@ -325,6 +325,17 @@ fn session_result(view: SessionView) -> Value {
     json!({ "session": view })
 }
 
+/// Ask a session's actor: resolve it (`not_found` / `already_ended`), then ask.
+async fn ask_session<T: Send + 'static>(
+    ctx: &DaemonContext,
+    session_id: &str,
+    build: impl FnOnce(RpcReplyPort<T>) -> SessionMsg,
+    timeout: Duration,
+) -> Result<T, ErrorBody> {
+    let actor = session_actor(ctx, session_id).await?;
+    ask(&actor, build, timeout).await
+}
+
 /// The live actor of a session, or `not_found` / `already_ended`.
 async fn session_actor(
     ctx: &DaemonContext,
@@ -386,9 +397,9 @@ async fn route(call: Call, caller: &str, ctx: &DaemonContext) -> Result<Value, E
             .map(session_result)
         }
         Call::Events(p) => {
-            let actor = session_actor(ctx, &p.session_id).await?;
-            let events = ask(
-                &actor,
+            let events = ask_session(
+                ctx,
+                &p.session_id,
                 |reply| SessionMsg::Events {
                     since: p.since,
                     reply,
@@ -435,16 +446,14 @@ async fn route(call: Call, caller: &str, ctx: &DaemonContext) -> Result<Value, E
         Call::Watch(_) | Call::StreamWatch(_) | Call::Attach { .. } => {
             Err(ErrorBody::internal("watch is served as a stream"))
         }
-        Call::SetGroup { session_id, group } => {
-            let actor = session_actor(ctx, &session_id).await?;
-            ask(
-                &actor,
-                |r| SessionMsg::SetGroup(group, r),
-                ACTOR_CALL_TIMEOUT,
-            )
-            .await
-            .map(session_result)
-        }
+        Call::SetGroup { session_id, group } => ask_session(
+            ctx,
+            &session_id,
+            |r| SessionMsg::SetGroup(group, r),
+            ACTOR_CALL_TIMEOUT,
+        )
+        .await
+        .map(session_result),
         Call::SetParent { session_id, parent } => {
             let actor = session_actor(ctx, &session_id).await?;
             ask(
@@ -466,33 +475,30 @@ async fn route(call: Call, caller: &str, ctx: &DaemonContext) -> Result<Value, E
             .map(session_result)
         }
         Call::StreamWait(p) => stream_wait(p, ctx).await,
-        Call::Archive { session_id, reason } => {
-            let actor = session_actor(ctx, &session_id).await?;
-            ask(
-                &actor,
-                |r| SessionMsg::Archive(reason, r),
-                ACTOR_CALL_TIMEOUT,
-            )
-            .await
-            .map(session_result)
-        }
+        Call::Archive { session_id, reason } => ask_session(
+            ctx,
+            &session_id,
+            |r| SessionMsg::Archive(reason, r),
+            ACTOR_CALL_TIMEOUT,
+        )
+        .await
+        .map(session_result),
         Call::Restart {
             session_id,
             command,
-        } => {
-            let actor = session_actor(ctx, &session_id).await?;
-            ask(
-                &actor,
-                |r| SessionMsg::Restart(command, r),
-                ACTOR_CALL_TIMEOUT,
-            )
-            .await?
-            .map(session_result)
-        }
+        } => ask_session(
+            ctx,
+            &session_id,
+            |r| SessionMsg::Restart(command, r),
+            ACTOR_CALL_TIMEOUT,
+        )
+        .await?
+        .map(session_result),
         Call::ProfilesList => crate::profiles::list(ctx.profiles_path.as_ref()),
         Call::Read(p) => {
-            let actor = session_actor(ctx, &p.session_id).await?;
-            let answer = ask(&actor, |r| SessionMsg::Read(p, r), ACTOR_CALL_TIMEOUT).await?;
+            let id = p.session_id.clone();
+            let answer =
+                ask_session(ctx, &id, |r| SessionMsg::Read(p, r), ACTOR_CALL_TIMEOUT).await?;
             Ok(match answer {
                 ReadAnswer::Snapshot(s) => json!(s),
                 ReadAnswer::Dump(text) => json!({ "text": text }),
@@ -501,9 +507,9 @@ async fn route(call: Call, caller: &str, ctx: &DaemonContext) -> Result<Value, E
         }
         Call::Run(p) => {
             let started = std::time::Instant::now();
-            let actor = session_actor(ctx, &p.session_id).await?;
-            let result = ask(
-                &actor,
+            let result = ask_session(
+                ctx,
+                &p.session_id,
                 |reply| SessionMsg::Run {
                     command: p.command,
                     timeout: p.timeout,
@@ -515,48 +521,53 @@ async fn route(call: Call, caller: &str, ctx: &DaemonContext) -> Result<Value, E
             .await??;
             Ok(json!(result))
         }
-        Call::SendKeys { session_id, keys } => {
-            let actor = session_actor(ctx, &session_id).await?;
-            ask(&actor, |r| SessionMsg::SendKeys(keys, r), INPUT_TIMEOUT)
-                .await?
-                .map(session_result)
-        }
-        Call::Paste { session_id, text } => {
-            let actor = session_actor(ctx, &session_id).await?;
-            ask(&actor, |r| SessionMsg::Paste(text, r), INPUT_TIMEOUT)
-                .await?
-                .map(session_result)
-        }
-        Call::SetRestartPolicy { session_id, policy } => {
-            let actor = session_actor(ctx, &session_id).await?;
-            ask(
-                &actor,
-                |r| SessionMsg::SetRestartPolicy(policy, r),
+        Call::SendKeys { session_id, keys } => ask_session(
+            ctx,
+            &session_id,
+            |r| SessionMsg::SendKeys(keys, r),
+            INPUT_TIMEOUT,
+        )
+        .await?
+        .map(session_result),
+        Call::Paste { session_id, text } => ask_session(
+            ctx,
+            &session_id,
+            |r| SessionMsg::Paste(text, r),
+            INPUT_TIMEOUT,
+        )
+        .await?
+        .map(session_result),
+        Call::SetRestartPolicy { session_id, policy } => ask_session(
+            ctx,
+            &session_id,
+            |r| SessionMsg::SetRestartPolicy(policy, r),
+            ACTOR_CALL_TIMEOUT,
+        )
+        .await?
+        .map(session_result),
+        Call::Resize { session_id, size } => {
+            let result = ask_session(
+                ctx,
+                &session_id,
+                |r| SessionMsg::Resize(size, r),
                 ACTOR_CALL_TIMEOUT,
             )
-            .await?
-            .map(session_result)
-        }
-        Call::Resize { session_id, size } => {
-            let actor = session_actor(ctx, &session_id).await?;
-            let result = ask(&actor, |r| SessionMsg::Resize(size, r), ACTOR_CALL_TIMEOUT).await??;
+            .await??;
             Ok(json!(result))
         }
-        Call::Update(p) => {
-            let actor = session_actor(ctx, &p.session_id).await?;
-            ask(
-                &actor,
-                |reply| SessionMsg::Update {
-                    status: p.status,
-                    metadata: p.metadata,
-                    source: caller.to_string(),
-                    reply,
-                },
-                ACTOR_CALL_TIMEOUT,
-            )
-            .await?
-            .map(session_result)
-        }
+        Call::Update(p) => ask_session(
+            ctx,
+            &p.session_id,
+            |reply| SessionMsg::Update {
+                status: p.status,
+                metadata: p.metadata,
+                source: caller.to_string(),
+                reply,
+            },
+            ACTOR_CALL_TIMEOUT,
+        )
+        .await?
+        .map(session_result),
         Call::Action(p) => action(p, ctx).await,
         Call::Cancel(r) => {
             action(
