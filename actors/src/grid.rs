@@ -106,23 +106,42 @@ pub struct Grid {
     scrollback: usize,
     /// The grid was rebuilt from the ring at least once (older history is gone).
     pub replayed: bool,
-    /// History rows when a text wait last looked (to scan rows that scrolled off since).
-    pub scanned_history: usize,
+    /// Output parsed since the pending-pattern matcher last looked: newlines and bytes
+    /// (to bound how many rows may have scrolled off since), and whether the grid was
+    /// rebuilt in between (then everything is new).
+    unscanned_newlines: usize,
+    unscanned_bytes: usize,
+    rebuilt_since_scan: bool,
 }
 
 impl Grid {
     /// A grid of `cols`×`rows` with `scrollback` lines of history, fed from the ring.
     pub fn materialise(cols: u16, rows: u16, scrollback: usize, ring: &RawRing) -> Grid {
-        let mut g = Grid {
+        let mut g = Grid::empty(cols, rows, scrollback, ring.start());
+        g.catch_up(ring);
+        // Pending patterns are matched against what changes from now on.
+        g.take_unscanned();
+        g
+    }
+
+    /// A blank grid that will be fed output from stream offset `start` on (output before it
+    /// is gone: the grid says so with `replayed`).
+    pub fn empty(cols: u16, rows: u16, scrollback: usize, start: u64) -> Grid {
+        Grid {
             term: Grid::term(cols, rows, scrollback),
             parser: Processor::new(),
-            fed: ring.start(),
+            fed: start,
             scrollback,
-            replayed: ring.start() > 0,
-            scanned_history: 0,
-        };
-        g.catch_up(ring);
-        g
+            replayed: start > 0,
+            unscanned_newlines: 0,
+            unscanned_bytes: 0,
+            rebuilt_since_scan: false,
+        }
+    }
+
+    /// Stream offset up to which output has been parsed.
+    pub fn fed(&self) -> u64 {
+        self.fed
     }
 
     fn term(
@@ -147,6 +166,16 @@ impl Grid {
     /// Parse whatever output arrived since the last call. If the ring no longer holds it,
     /// rebuild from the ring.
     pub fn catch_up(&mut self, ring: &RawRing) {
+        self.rebuild_if_behind(ring);
+        let (a, b) = ring.since(self.fed);
+        self.feed(a);
+        self.feed(b);
+        self.finish_feed();
+    }
+
+    /// Start over from the oldest retained output if the grid fell further behind than the
+    /// ring holds.
+    fn rebuild_if_behind(&mut self, ring: &RawRing) {
         if self.fed < ring.start() {
             let cols = self.term.columns() as u16;
             let rows = self.term.screen_lines() as u16;
@@ -154,14 +183,46 @@ impl Grid {
             self.parser = Processor::new();
             self.fed = ring.start();
             self.replayed = true;
-            self.scanned_history = 0;
+            self.rebuilt_since_scan = true;
         }
+    }
+
+    /// Copy out up to `max` bytes of output not parsed yet (rebuilding first if the ring
+    /// dropped some), so they can be parsed without holding the ring.
+    pub fn take_slice(&mut self, ring: &RawRing, max: usize) -> Vec<u8> {
+        self.rebuild_if_behind(ring);
         let (a, b) = ring.since(self.fed);
-        self.parser.advance(&mut self.term, a);
-        self.parser.advance(&mut self.term, b);
-        // A synchronized-update block (DEC 2026) holds bytes back; a read wants them all.
+        let mut out = Vec::with_capacity((a.len() + b.len()).min(max));
+        out.extend_from_slice(&a[..a.len().min(max)]);
+        out.extend_from_slice(&b[..b.len().min(max - out.len())]);
+        out
+    }
+
+    /// Parse output that follows what was parsed so far.
+    pub fn feed(&mut self, bytes: &[u8]) {
+        self.parser.advance(&mut self.term, bytes);
+        self.fed += bytes.len() as u64;
+        self.unscanned_bytes += bytes.len();
+        self.unscanned_newlines += bytes.iter().filter(|b| **b == b'\n').count();
+    }
+
+    /// Release what a synchronized-update block (DEC 2026) holds back: a read wants it all.
+    pub fn finish_feed(&mut self) {
         self.parser.stop_sync(&mut self.term);
-        self.fed = ring.total();
+    }
+
+    /// How many history rows may have scrolled off since the last call (an upper bound:
+    /// one per newline plus one per `cols` bytes), and start counting afresh.
+    pub fn take_unscanned(&mut self) -> usize {
+        let back = if self.rebuilt_since_scan {
+            self.history()
+        } else {
+            self.unscanned_newlines + self.unscanned_bytes / self.term.columns().max(1) + 1
+        };
+        self.unscanned_newlines = 0;
+        self.unscanned_bytes = 0;
+        self.rebuilt_since_scan = false;
+        back.min(self.history())
     }
 
     /// Resize (alacritty reflows).

@@ -40,6 +40,7 @@ pub mod pty;
 pub mod registry;
 pub mod root_supervisor;
 pub mod screen;
+pub mod screen_model;
 pub mod session;
 pub mod session_supervisor;
 pub mod stats;

@@ -11,6 +11,8 @@
 //! Input is queued to the pump and written when the master is writable, so a child that
 //! does not read its input can never block the actor.
 
+use crate::screen::ScreenEvent;
+use crate::screen_model::ScreenModel;
 use nix::sys::signal::{killpg, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
@@ -27,7 +29,7 @@ use tokio::task::JoinHandle;
 
 /// Largest chunk read from the master at once.
 const READ_CHUNK: usize = 64 * 1024;
-/// Chunks in flight between the pump and the actor before the pump stops reading.
+/// Forwarded chunks in flight between the pump and the actor before the pump stops reading.
 const READ_CREDITS: usize = 16;
 /// Input bytes that may wait for a child that is not reading before writes are refused.
 pub const INPUT_QUEUE_MAX: usize = 1024 * 1024;
@@ -48,10 +50,13 @@ pub struct SpawnSpec {
     pub rows: u16,
 }
 
-/// What the pump reports to its session.
+/// What the pump reports to its session (output itself goes to the [`ScreenModel`]).
 pub enum PumpEvent {
-    /// A chunk of output; drop the permit once it is processed.
-    Output(Vec<u8>, OwnedSemaphorePermit),
+    /// A chunk of output for the people attached, with the stream offset just past it; drop
+    /// the permit once it is processed.
+    Output(Vec<u8>, u64, OwnedSemaphorePermit),
+    /// Announcements the output carried (title, OSC 133 D), in order.
+    Screen(Vec<ScreenEvent>),
     /// The master read EOF/EIO: every holder of the slave side closed it.
     OutputClosed,
     /// The child's pidfd became readable: call [`Pty::reap`].
@@ -88,11 +93,17 @@ pub struct Pty {
 }
 
 impl Pty {
-    /// Open a PTY, spawn the child in it and start the pump, which reports to `sink`.
-    /// `sink` returns false once nobody listens, which ends the pump.
-    pub fn spawn<F>(spec: SpawnSpec, sink: F) -> io::Result<Pty>
+    /// Open a PTY, spawn the child in it and start the pump, which drains output into
+    /// `model` (as surface `generation`) and reports to `sink`. `sink` returns false once
+    /// nobody listens, which ends the pump.
+    pub fn spawn<F>(
+        spec: SpawnSpec,
+        model: Arc<ScreenModel>,
+        generation: u64,
+        sink: F,
+    ) -> io::Result<Pty>
     where
-        F: Fn(PumpEvent) -> bool + Send + 'static,
+        F: Fn(PumpEvent) -> bool + Send + Sync + 'static,
     {
         let pair = native_pty_system()
             .openpty(PtySize {
@@ -121,7 +132,12 @@ impl Pty {
         let pidfd = register(pidfd)?;
         let (input, input_rx) = mpsc::unbounded_channel();
         let queued = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let pump = tokio::spawn(pump(io_fd, pidfd, input_rx, queued.clone(), sink));
+        let output = Output {
+            model,
+            generation,
+            credits: Arc::new(Semaphore::new(READ_CREDITS)),
+        };
+        let pump = tokio::spawn(pump(io_fd, pidfd, input_rx, queued.clone(), output, sink));
         Ok(Pty {
             pump,
             input,
@@ -364,37 +380,51 @@ fn pidfd_open(pid: u32) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
 
-/// Read one chunk once a read credit is free. `None` on EOF or EIO (slave closed).
-async fn read_chunk(
-    io: &AsyncFd<OwnedFd>,
-    credits: &Arc<Semaphore>,
-) -> Option<(Vec<u8>, OwnedSemaphorePermit)> {
-    let permit = credits.clone().acquire_owned().await.ok()?;
+/// Read everything the master has now, up to `scratch.len()` bytes (the tty hands out at
+/// most ~4 KiB per `read`, so one chunk per readiness instead of one per `read`). `None` on
+/// EOF or EIO (slave closed).
+async fn read_chunk(io: &AsyncFd<OwnedFd>, scratch: &mut [u8]) -> Option<usize> {
     loop {
         let mut guard = io.readable().await.ok()?;
-        let result = guard.try_io(|fd| {
-            let mut buf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
-            // SAFETY: reading into the vector's spare capacity, then setting its length
-            // to what the kernel wrote.
-            let n = unsafe {
-                libc::read(
-                    fd.as_raw_fd(),
-                    buf.as_mut_ptr() as *mut libc::c_void,
-                    READ_CHUNK,
-                )
-            };
-            if n < 0 {
-                return Err(io::Error::last_os_error());
+        let mut filled = 0;
+        let mut closed = false;
+        while filled < scratch.len() {
+            let rest = &mut scratch[filled..];
+            let result = guard.try_io(|fd| {
+                // SAFETY: reading into a valid, exclusively borrowed slice.
+                let n = unsafe {
+                    libc::read(
+                        fd.as_raw_fd(),
+                        rest.as_mut_ptr() as *mut libc::c_void,
+                        rest.len(),
+                    )
+                };
+                if n < 0 {
+                    Err(io::Error::last_os_error())
+                } else {
+                    Ok(n as usize)
+                }
+            });
+            match result {
+                Ok(Ok(0)) => {
+                    closed = true;
+                    break;
+                }
+                Ok(Ok(n)) => filled += n,
+                Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Ok(Err(_)) => {
+                    // EIO: the slave side is gone (what was read before still counts).
+                    closed = true;
+                    break;
+                }
+                Err(_would_block) => break,
             }
-            unsafe { buf.set_len(n as usize) };
-            Ok(buf)
-        });
-        match result {
-            Ok(Ok(buf)) if buf.is_empty() => return None,
-            Ok(Ok(buf)) => return Some((buf, permit)),
-            Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Ok(Err(_)) => return None, // EIO: the slave side is gone.
-            Err(_would_block) => continue,
+        }
+        if filled > 0 {
+            return Some(filled);
+        }
+        if closed {
+            return None;
         }
     }
 }
@@ -425,16 +455,48 @@ async fn write_some(io: &AsyncFd<OwnedFd>, bytes: &[u8]) -> io::Result<usize> {
     }
 }
 
+/// Where the pump puts output.
+struct Output {
+    model: Arc<ScreenModel>,
+    generation: u64,
+    /// Bounds forwarded chunks the session actor has not processed yet.
+    credits: Arc<Semaphore>,
+}
+
+impl Output {
+    /// Drain one chunk into the model; tell the session what it must hear. False once the
+    /// session is gone.
+    async fn chunk<F>(&self, bytes: &[u8], sink: &F) -> bool
+    where
+        F: Fn(PumpEvent) -> bool,
+    {
+        let drained = self.model.drain(self.generation, bytes);
+        if !drained.events.is_empty() && !sink(PumpEvent::Screen(drained.events)) {
+            return false;
+        }
+        if let Some(end) = drained.forward_end {
+            // Someone is attached: the bytes go to the actor, at most READ_CREDITS chunks
+            // ahead of it (it drops an attachment that cannot keep up, so this is brief).
+            let Ok(permit) = self.credits.clone().acquire_owned().await else {
+                return false;
+            };
+            return sink(PumpEvent::Output(bytes.to_vec(), end, permit));
+        }
+        true
+    }
+}
+
 async fn pump<F>(
     io: AsyncFd<OwnedFd>,
     pidfd: AsyncFd<OwnedFd>,
     mut input_rx: mpsc::UnboundedReceiver<InputChunk>,
     queued: Arc<std::sync::atomic::AtomicUsize>,
+    output: Output,
     sink: F,
 ) where
     F: Fn(PumpEvent) -> bool + Send + 'static,
 {
-    let credits = Arc::new(Semaphore::new(READ_CREDITS));
+    let mut scratch = vec![0u8; READ_CHUNK];
     let mut read_open = true;
     let mut child_alive = true;
     let mut input_open = true;
@@ -444,9 +506,9 @@ async fn pump<F>(
         let front: &[u8] = pending.front().map(|c| &c.bytes[offset..]).unwrap_or(&[]);
         let has_pending = !pending.is_empty();
         tokio::select! {
-            chunk = read_chunk(&io, &credits), if read_open => match chunk {
-                Some((buf, permit)) => {
-                    if !sink(PumpEvent::Output(buf, permit)) {
+            chunk = read_chunk(&io, &mut scratch), if read_open => match chunk {
+                Some(n) => {
+                    if !output.chunk(&scratch[..n], &sink).await {
                         return;
                     }
                 }

@@ -11,11 +11,12 @@
 
 use crate::bus::BusMsg;
 use crate::control_dir::constant_time_eq;
-use crate::grid::{logical, Grid, RawRing, Row};
+use crate::grid::{logical, Row};
 use crate::persistence::{PersistMsg, Record};
 use crate::pty::{ExitInfo, Pty, PumpEvent, SpawnSpec};
 use crate::registry::RegistryMsg;
-use crate::screen::{LightScreen, ScreenEvent};
+use crate::screen::ScreenEvent;
+use crate::screen_model::{recent_lines, GridGuard, ScreenModel, Watch};
 use crate::stats::Stats;
 use maxx_protocol::audit::{AuditEntry, AuditKind};
 use maxx_protocol::error::{ErrorBody, ErrorCode};
@@ -205,6 +206,8 @@ pub enum SessionMsg {
     },
     /// A run's budget is spent.
     RunExpired(u64),
+    /// A grid worker saw these text waits' or runs' patterns on the screen.
+    ScreenMatched(Vec<u64>),
     /// `sessions.send-keys`.
     SendKeys(Vec<KeyToken>, RpcReplyPort<Result<SessionView, ErrorBody>>),
     /// `sessions.paste`.
@@ -277,18 +280,18 @@ pub struct SessionState {
     pty: Option<Pty>,
     /// The record, authoritative.
     view: SessionView,
-    /// Title and terminal modes from the light vte pass.
-    screen: LightScreen,
-    /// Recent raw output, for materialising the grid.
-    ring: RawRing,
-    /// The full screen model, once someone read it.
-    grid: Option<Box<Grid>>,
+    /// Recent raw output and, once someone read it, the full screen model (parsed off the
+    /// drain path, see `grid_worker.rs`).
+    model: Arc<ScreenModel>,
     /// History lines the grid keeps.
     scrollback_lines: usize,
     /// Pending `run`s.
     runs: Vec<RunWaiter>,
+    /// Ids of the text waits and runs the grid workers were last given.
+    watch_ids: Vec<u64>,
     /// People attached to the PTY (`sessions.attach`).
-    attachers: Vec<(u64, mpsc::Sender<Vec<u8>>)>,
+    /// Each with the stream offset its repaint covered (later output is forwarded).
+    attachers: Vec<(u64, u64, mpsc::Sender<Vec<u8>>)>,
     /// When automatic restarts happened (pruned to the policy window).
     restart_times: std::collections::VecDeque<std::time::Instant>,
     /// Bumped whenever a pending automatic restart must not fire any more.
@@ -364,11 +367,10 @@ impl Actor for SessionActor {
                 let state = SessionState {
                     pty: None,
                     view: session,
-                    screen: LightScreen::default(),
-                    ring: RawRing::default(),
-                    grid: None,
+                    model: screen_model(&myself),
                     scrollback_lines: DEFAULT_SCROLLBACK_LINES,
                     runs: Vec::new(),
+                    watch_ids: Vec::new(),
                     attachers: Vec::new(),
                     restart_times: Default::default(),
                     restart_generation: 0,
@@ -446,11 +448,10 @@ impl Actor for SessionActor {
         let mut state = SessionState {
             pty: None,
             view,
-            screen: LightScreen::default(),
-            ring: RawRing::default(),
-            grid: None,
+            model: screen_model(&myself),
             scrollback_lines: params.scrollback_lines.unwrap_or(DEFAULT_SCROLLBACK_LINES),
             runs: Vec::new(),
+            watch_ids: Vec::new(),
             attachers: Vec::new(),
             restart_times: Default::default(),
             restart_generation: 0,
@@ -522,17 +523,24 @@ impl Actor for SessionActor {
                 }
                 state.next_id += 1;
                 let id = state.next_id;
-                let repaint = state.repaint();
+                let (repaint, upto) =
+                    state
+                        .model
+                        .attach(state.view.cols, state.view.rows, state.scrollback_lines);
                 if reply.send(Ok((id, state.view.clone(), repaint))).is_ok() {
-                    state.attachers.push((id, output));
+                    state.attachers.push((id, upto, output));
                 }
+                state.attachers_changed();
             }
             SessionMsg::AttachInput(bytes) => {
                 if let Some(pty) = &state.pty {
                     drop(pty.write(bytes));
                 }
             }
-            SessionMsg::Detach(id) => state.attachers.retain(|(a, _)| *a != id),
+            SessionMsg::Detach(id) => {
+                state.attachers.retain(|(a, _, _)| *a != id);
+                state.attachers_changed();
+            }
             #[cfg(debug_assertions)]
             SessionMsg::DebugPanic => panic!("fault injected by debug.panic"),
             SessionMsg::SetRestartPolicy(policy, reply) => {
@@ -648,13 +656,14 @@ impl Actor for SessionActor {
                     .with_remedy("raise --timeout, or check the session is at a shell prompt")));
                 }
             }
+            SessionMsg::ScreenMatched(ids) => state.screen_matched(ids),
             SessionMsg::SendKeys(keys, reply) => {
-                let app_cursor = state.screen.flags().app_cursor;
+                let app_cursor = state.model.flags().app_cursor;
                 let bytes = maxx_protocol::keys::encode(&keys, app_cursor);
                 state.write_input(bytes, "send keys to", reply);
             }
             SessionMsg::Paste(text, reply) => {
-                let bytes = paste_bytes(&text, state.screen.flags().bracketed_paste);
+                let bytes = paste_bytes(&text, state.model.flags().bracketed_paste);
                 state.write_input(bytes, "paste into", reply);
             }
             SessionMsg::Resize(size, reply) => {
@@ -753,8 +762,18 @@ impl Actor for SessionActor {
                 });
             }
         }
+        // Text waits and runs may have come or gone: keep the grid workers' copy current.
+        state.sync_watches();
         Ok(())
     }
+}
+
+/// A session's screen model, whose grid workers report matches back to `myself`.
+fn screen_model(myself: &ActorRef<SessionMsg>) -> Arc<ScreenModel> {
+    let me = myself.clone();
+    ScreenModel::new(Box::new(move |ids| {
+        let _ = me.cast(SessionMsg::ScreenMatched(ids));
+    }))
 }
 
 /// The one answer for any failed registration, so it reveals nothing about which part
@@ -828,6 +847,8 @@ impl SessionState {
             env.push(("PATH".into(), format!("{}:{base}", bin.display())));
         }
         let me = myself.clone();
+        // A fresh terminal: output, modes and grid of an earlier surface are gone.
+        let generation = self.model.reset();
         let pty = Pty::spawn(
             SpawnSpec {
                 command: self.view.command.clone(),
@@ -836,14 +857,13 @@ impl SessionState {
                 cols: self.view.cols,
                 rows: self.view.rows,
             },
+            self.model.clone(),
+            generation,
             move |event| me.cast(SessionMsg::Pump(event)).is_ok(),
         )?;
         self.view.surface_id = surface_id;
         self.view.pid = Some(pty.pid());
         self.registration_token = registration_token;
-        self.screen = LightScreen::default();
-        self.ring = RawRing::default();
-        self.grid = None;
         self.pty = Some(pty);
         Ok(())
     }
@@ -1059,6 +1079,7 @@ impl SessionState {
         if self.view.lifecycle.has_ended() {
             // Closing their queues ends every attachment.
             self.attachers.clear();
+            self.attachers_changed();
         }
         self.broadcast(WatchLine::Lifecycle(Box::new(self.view.clone())));
         if self.view.lifecycle.has_ended() {
@@ -1196,15 +1217,18 @@ impl SessionState {
 
     fn on_pump(&mut self, myself: &ActorRef<SessionMsg>, event: PumpEvent) {
         match event {
-            PumpEvent::Output(bytes, permit) => {
-                let events = self.screen.advance(&bytes);
-                self.ring.push(&bytes);
+            PumpEvent::Output(bytes, end, permit) => {
+                // A person who cannot keep up is detached, never allowed to slow the child.
+                let start = end - bytes.len() as u64;
+                self.attachers.retain(|(_, upto, tx)| {
+                    // Skip what the attachment's repaint already showed.
+                    let skip = upto.saturating_sub(start).min(bytes.len() as u64) as usize;
+                    skip == bytes.len() || tx.try_send(bytes[skip..].to_vec()).is_ok()
+                });
                 drop(permit);
-                if !self.attachers.is_empty() {
-                    // A person who cannot keep up is detached, never allowed to slow the child.
-                    self.attachers
-                        .retain(|(_, tx)| tx.try_send(bytes.clone()).is_ok());
-                }
+                self.attachers_changed();
+            }
+            PumpEvent::Screen(events) => {
                 for event in events {
                     match event {
                         ScreenEvent::Title(title) => {
@@ -1218,14 +1242,6 @@ impl SessionState {
                             Some(serde_json::json!({ "exit_code": code })),
                         ),
                     }
-                }
-                if !self.runs.is_empty()
-                    || self
-                        .waiters
-                        .iter()
-                        .any(|w| matches!(w.condition, WaitCondition::Text(_)))
-                {
-                    self.settle_text(&bytes);
                 }
             }
             PumpEvent::OutputClosed => {}
@@ -1523,7 +1539,7 @@ impl SessionState {
                 let mut bytes = if text.is_empty() {
                     Vec::new()
                 } else {
-                    paste_bytes(&text, self.screen.flags().bracketed_paste)
+                    paste_bytes(&text, self.model.flags().bracketed_paste)
                 };
                 if params.action == ActionKind::Submit {
                     bytes.push(b'\r');
@@ -1567,79 +1583,68 @@ impl SessionState {
 /// Screen readback, waits on text, `run`, keys and resize.
 impl SessionState {
     /// The grid, materialised from the ring on first use and brought up to date.
-    fn grid(&mut self) -> &mut Grid {
-        let (cols, rows, scrollback) = (self.view.cols, self.view.rows, self.scrollback_lines);
-        let ring = &self.ring;
-        let grid = self
-            .grid
-            .get_or_insert_with(|| Box::new(Grid::materialise(cols, rows, scrollback, ring)));
-        grid.catch_up(ring);
-        grid
+    fn grid(&self) -> GridGuard<'_> {
+        self.model
+            .grid(self.view.cols, self.view.rows, self.scrollback_lines)
     }
 
-    /// Bytes that repaint the current screen on a freshly attached terminal: the raw output
-    /// itself while the ring holds all of it (exact, colours and modes included), else the
-    /// screen model's text and cursor.
-    fn repaint(&mut self) -> Vec<u8> {
-        let mut out = b"\x1b[H\x1b[2J".to_vec();
-        if self.ring.start() == 0 {
-            let (a, b) = self.ring.since(0);
-            out.extend_from_slice(a);
-            out.extend_from_slice(b);
-            return out;
+    /// The attachments changed: output is forwarded to the actor only while there are some.
+    fn attachers_changed(&mut self) {
+        if self.attachers.is_empty() {
+            self.model.detach_all();
         }
-        let grid = self.grid();
-        let rows: Vec<String> = (0..grid.rows() as i32).map(|l| grid.row(l).text).collect();
-        out.extend(rows.join("\r\n").into_bytes());
-        let (x, y, _) = grid.cursor();
-        out.extend(format!("\x1b[{};{}H", y + 1, x + 1).into_bytes());
-        out
     }
 
     /// Logical lines of the viewport plus the `back` newest history rows.
-    fn recent_lines(&mut self, back: Option<usize>) -> Vec<String> {
-        let grid = self.grid();
-        let back = back.unwrap_or(0).min(grid.history()) as i32;
-        let rows: Vec<Row> = (-back..grid.rows() as i32).map(|l| grid.row(l)).collect();
-        logical(&rows)
+    fn recent_lines(&self, back: Option<usize>) -> Vec<String> {
+        recent_lines(&self.grid(), back.unwrap_or(0))
     }
 
     /// Whether `pattern` matches a logical line of the viewport (and `back` history rows).
-    fn screen_matches(&mut self, pattern: &TextPattern, back: Option<usize>) -> bool {
+    fn screen_matches(&self, pattern: &TextPattern, back: Option<usize>) -> bool {
         self.recent_lines(back).iter().any(|l| pattern.matches(l))
     }
 
-    /// New output arrived while text waits or runs are pending: bring the grid up to date
-    /// and settle them. Rows that scrolled off during this chunk are scanned too.
-    fn settle_text(&mut self, chunk: &[u8]) {
-        let cols = self.view.cols.max(1) as usize;
-        let newlines = chunk.iter().filter(|b| **b == b'\n').count();
-        let back = newlines + chunk.len() / cols + 1;
-        let lines = self.recent_lines(Some(back));
-        let waiters = std::mem::take(&mut self.waiters);
-        for w in waiters {
-            let hit = match &w.condition {
-                WaitCondition::Text(p) => lines.iter().any(|l| p.matches(l)),
-                _ => false,
-            };
-            if hit {
+    /// Give the grid workers the patterns of the pending text waits and runs, if they
+    /// changed since the last call.
+    fn sync_watches(&mut self) {
+        let text_waits = self.waiters.iter().filter_map(|w| match w.condition {
+            WaitCondition::Text(_) => Some(w.id),
+            _ => None,
+        });
+        let current = text_waits.chain(self.runs.iter().map(|r| r.id));
+        if current.eq(self.watch_ids.iter().copied()) {
+            return;
+        }
+        let mut watches = Vec::new();
+        for w in &self.waiters {
+            if let WaitCondition::Text(p) = &w.condition {
+                watches.push((w.id, Watch::Text(p.clone())));
+            }
+        }
+        for r in &self.runs {
+            watches.push((r.id, Watch::Run(r.end.clone())));
+        }
+        self.watch_ids = watches.iter().map(|(id, _)| *id).collect();
+        self.model.set_watches(watches);
+    }
+
+    /// A grid worker saw these waits' or runs' patterns: answer them (a run cuts its
+    /// output from the screen now).
+    fn screen_matched(&mut self, ids: Vec<u64>) {
+        for id in ids {
+            if let Some(pos) = self.waiters.iter().position(|w| w.id == id) {
+                let w = self.waiters.swap_remove(pos);
                 Stats::add(&self.spawn.stats.waiters, -1);
                 let _ = w.reply.send(WaitAnswer {
                     outcome: Outcome::Matched,
                     session: self.view.clone(),
                     event: None,
                 });
-            } else {
-                self.waiters.push(w);
-            }
-        }
-        let runs = std::mem::take(&mut self.runs);
-        for run in runs {
-            if lines.iter().any(|l| run.end.is_match(l)) {
+            } else if let Some(pos) = self.runs.iter().position(|r| r.id == id) {
+                let run = self.runs.swap_remove(pos);
                 let result = self.finish_run(&run);
                 let _ = run.reply.send(Ok(result));
-            } else {
-                self.runs.push(run);
             }
         }
     }
@@ -1703,7 +1708,7 @@ impl SessionState {
     }
 
     /// Cut the output between a run's markers out of the retained screen.
-    fn finish_run(&mut self, run: &RunWaiter) -> RunResult {
+    fn finish_run(&self, run: &RunWaiter) -> RunResult {
         let lines = self.recent_lines(Some(usize::MAX));
         let end_idx = lines.iter().rposition(|l| run.end.is_match(l));
         let (exit_code, end_idx, end_prefix) = match end_idx {
@@ -1781,8 +1786,7 @@ impl SessionState {
             .map_err(|e| ErrorBody::internal(format!("resize failed: {e}")))?;
         self.view.cols = applied.cols;
         self.view.rows = applied.rows;
-        if let Some(grid) = self.grid.as_mut() {
-            grid.catch_up(&self.ring);
+        if let Some(mut grid) = self.model.materialised_grid() {
             grid.resize(applied.cols, applied.rows);
         }
         self.touch();
@@ -1815,7 +1819,7 @@ impl SessionState {
                 ReadAnswer::Dump(rows.join("\n"))
             }
             ReadKind::Inspect => {
-                let flags = self.screen.flags().clone();
+                let flags = self.model.flags();
                 let foreground =
                     self.pty
                         .as_ref()
@@ -1824,7 +1828,7 @@ impl SessionState {
                             pid,
                             command: proc_cmdline(pid),
                         });
-                let ring_bytes = self.ring.len() as u64;
+                let ring_bytes = self.model.ring_len() as u64;
                 let exited = self.view.exit_code.is_some() || self.view.exit_signal.is_some();
                 let (session_id, title) = (
                     self.view.session_id.clone(),

@@ -1,0 +1,374 @@
+//! A session's screen model, and its parsing kept off the PTY drain path.
+//!
+//! A session's output goes into its [`ScreenModel`] straight from the PTY pump
+//! ([`ScreenModel::drain`]): the light vte pass (title, modes, OSC 133 D, `screen.rs`) and an
+//! append to the raw ring, under one short lock — no actor message, no allocation. The
+//! session actor hears about a chunk only when it must: the program announced something
+//! (a title, a finished command), or a person is attached and needs the bytes. The grid (alacritty_terminal)
+//! is parsed either by a reader that needs it now (`snapshot`, `dump`, the first check of a
+//! text wait: they catch up synchronously, bounded by the ring) or, while text waits or runs
+//! are pending, by the [`pool`] of grid workers: a few threads at a lower scheduling priority
+//! that catch the grid up in slices, match the pending patterns against the lines that
+//! changed, and tell the session actor which ones matched.
+//!
+//! So a child writing as fast as it can is never slowed by parsing: the workers only get the
+//! CPU the child and the drain leave, the grid lags behind while it must, and when it falls
+//! further behind than the ring holds it is rebuilt from the ring (`replayed`) instead of
+//! parsing an unbounded backlog. When the output pauses, the workers catch up within one
+//! ring's worth of parsing (~1 MiB, ~15 ms here) and the waits are settled.
+
+use crate::grid::{logical, Grid, RawRing, Row};
+use crate::screen::{LightScreen, ScreenEvent, ScreenFlags};
+use maxx_protocol::request::TextPattern;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+/// Bytes a worker parses per hold of the grid lock (a reader waits at most this long).
+const SLICE_BYTES: usize = 64 * 1024;
+/// Niceness of the worker threads: below the drain and the children it serves.
+const WORKER_NICE: libc::c_int = 10;
+
+/// What a pending wait or run looks for on the screen.
+#[derive(Clone)]
+pub enum Watch {
+    /// `sessions.wait --until/--regex`.
+    Text(TextPattern),
+    /// A `run`'s end marker.
+    Run(regex::Regex),
+}
+
+impl Watch {
+    fn matches(&self, line: &str) -> bool {
+        match self {
+            Watch::Text(p) => p.matches(line),
+            Watch::Run(re) => re.is_match(line),
+        }
+    }
+}
+
+/// Told which watches matched (by id); called from a worker thread.
+pub type Notify = Box<dyn Fn(Vec<u64>) + Send + Sync>;
+
+/// What the drain path maintains, under one lock.
+struct Drain {
+    ring: RawRing,
+    light: LightScreen,
+    /// Someone is attached: chunks go to the session actor too.
+    forward: bool,
+    /// Bumped by [`ScreenModel::reset`]: a pump of an earlier surface changes nothing.
+    generation: u64,
+}
+
+/// What the session actor must hear about a drained chunk.
+#[derive(Default)]
+pub struct Drained {
+    /// Announcements the chunk carried, in order.
+    pub events: Vec<ScreenEvent>,
+    /// Forward the bytes (someone is attached); the stream offset just past them.
+    pub forward_end: Option<u64>,
+}
+
+/// One session's raw output and (once read) its grid, shared with the pump and the grid
+/// workers.
+pub struct ScreenModel {
+    drain: Mutex<Drain>,
+    grid: Mutex<Option<Box<Grid>>>,
+    /// Pending patterns, by the session actor's ids.
+    watches: Mutex<Vec<(u64, Watch)>>,
+    /// Whether `watches` is non-empty (checked on every chunk without a lock).
+    watched: AtomicBool,
+    /// Whether a worker job for this model is queued and not yet started.
+    queued: AtomicBool,
+    notify: Notify,
+}
+
+/// A locked, materialised grid.
+pub struct GridGuard<'a>(MutexGuard<'a, Option<Box<Grid>>>);
+
+impl std::ops::Deref for GridGuard<'_> {
+    type Target = Grid;
+    fn deref(&self) -> &Grid {
+        self.0
+            .as_deref()
+            .expect("a GridGuard is only made over a materialised grid")
+    }
+}
+
+impl std::ops::DerefMut for GridGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Grid {
+        self.0
+            .as_deref_mut()
+            .expect("a GridGuard is only made over a materialised grid")
+    }
+}
+
+/// Lock a mutex, recovering from a panicked holder (the data is plain bytes and a grid;
+/// a half-parsed grid is still a grid).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl ScreenModel {
+    /// An empty model; `notify` is told the ids of watches a worker matched.
+    pub fn new(notify: Notify) -> Arc<ScreenModel> {
+        Arc::new(ScreenModel {
+            drain: Mutex::new(Drain {
+                ring: RawRing::default(),
+                light: LightScreen::default(),
+                forward: false,
+                generation: 0,
+            }),
+            grid: Mutex::new(None),
+            watches: Mutex::new(Vec::new()),
+            watched: AtomicBool::new(false),
+            queued: AtomicBool::new(false),
+            notify,
+        })
+    }
+
+    /// New output from the pump of surface `generation`: the light pass and the ring; wakes
+    /// a grid worker if a wait is pending on the screen.
+    pub fn drain(self: &Arc<Self>, generation: u64, bytes: &[u8]) -> Drained {
+        let mut d = lock(&self.drain);
+        if d.generation != generation {
+            return Drained::default();
+        }
+        let events = d.light.advance(bytes);
+        d.ring.push(bytes);
+        let forward_end = d.forward.then(|| d.ring.total());
+        drop(d);
+        if self.watched.load(Ordering::Acquire) {
+            self.schedule();
+        }
+        Drained {
+            events,
+            forward_end,
+        }
+    }
+
+    /// Forget all output, modes and the grid (a new surface starts a fresh terminal);
+    /// returns the generation the new surface's pump must drain with.
+    pub fn reset(&self) -> u64 {
+        let mut grid = lock(&self.grid);
+        let mut d = lock(&self.drain);
+        d.ring = RawRing::default();
+        d.light = LightScreen::default();
+        d.forward = false;
+        d.generation += 1;
+        *grid = None;
+        d.generation
+    }
+
+    /// Title and modes from the light pass.
+    pub fn flags(&self) -> ScreenFlags {
+        lock(&self.drain).light.flags().clone()
+    }
+
+    /// Retained raw output, in bytes.
+    pub fn ring_len(&self) -> usize {
+        lock(&self.drain).ring.len()
+    }
+
+    /// Start (or keep) forwarding output for an attachment: bytes that repaint the current
+    /// screen on a fresh terminal, and the stream offset they cover — every later chunk is
+    /// forwarded. The raw output itself while the ring holds all of it (exact, colours and
+    /// modes included), else the grid's text and cursor.
+    pub fn attach(&self, cols: u16, rows: u16, scrollback: usize) -> (Vec<u8>, u64) {
+        let mut out = b"\x1b[H\x1b[2J".to_vec();
+        let mut guard = lock(&self.grid);
+        let mut d = lock(&self.drain);
+        d.forward = true;
+        let upto = d.ring.total();
+        if d.ring.start() == 0 {
+            let (a, b) = d.ring.since(0);
+            out.extend_from_slice(a);
+            out.extend_from_slice(b);
+            return (out, upto);
+        }
+        drop(d);
+        let grid = self.caught_up(&mut guard, cols, rows, scrollback);
+        let lines: Vec<String> = (0..grid.rows() as i32).map(|l| grid.row(l).text).collect();
+        out.extend(lines.join("\r\n").into_bytes());
+        let (x, y, _) = grid.cursor();
+        out.extend(format!("\x1b[{};{}H", y + 1, x + 1).into_bytes());
+        (out, upto)
+    }
+
+    /// Nobody is attached any more: stop forwarding chunks.
+    pub fn detach_all(&self) {
+        lock(&self.drain).forward = false;
+    }
+
+    /// The grid, materialised from the ring on first use and caught up with all output.
+    pub fn grid(&self, cols: u16, rows: u16, scrollback: usize) -> GridGuard<'_> {
+        let mut guard = lock(&self.grid);
+        self.caught_up(&mut guard, cols, rows, scrollback);
+        GridGuard(guard)
+    }
+
+    /// The grid, caught up, if someone materialised it already.
+    pub fn materialised_grid(&self) -> Option<GridGuard<'_>> {
+        let mut guard = lock(&self.grid);
+        self.catch_up(guard.as_mut()?);
+        Some(GridGuard(guard))
+    }
+
+    /// Materialise the grid in `slot` if needed and catch it up.
+    fn caught_up<'g>(
+        &self,
+        slot: &'g mut Option<Box<Grid>>,
+        cols: u16,
+        rows: u16,
+        scrollback: usize,
+    ) -> &'g mut Grid {
+        let fresh = slot.is_none();
+        let grid = slot.get_or_insert_with(|| {
+            let start = lock(&self.drain).ring.start();
+            Box::new(Grid::empty(cols, rows, scrollback, start))
+        });
+        self.catch_up(grid);
+        if fresh {
+            // Pending patterns are matched against what changes from now on.
+            grid.take_unscanned();
+        }
+        grid
+    }
+
+    /// Parse the output that arrived up to now, a slice at a time: the drain lock is held
+    /// only to copy each slice out, so the pump never waits on parsing.
+    fn catch_up(&self, grid: &mut Grid) {
+        let target = lock(&self.drain).ring.total();
+        while self.feed_slice(grid, target) {}
+        grid.finish_feed();
+    }
+
+    /// Parse the next slice of output before stream offset `target`; false once there is
+    /// none.
+    fn feed_slice(&self, grid: &mut Grid, target: u64) -> bool {
+        if grid.fed() >= target {
+            return false;
+        }
+        let max = (target - grid.fed()).min(SLICE_BYTES as u64) as usize;
+        let slice = grid.take_slice(&lock(&self.drain).ring, max);
+        if slice.is_empty() {
+            return false;
+        }
+        grid.feed(&slice);
+        true
+    }
+
+    /// Replace the pending patterns (the session actor's waits and runs).
+    pub fn set_watches(self: &Arc<Self>, watches: Vec<(u64, Watch)>) {
+        let any = !watches.is_empty();
+        *lock(&self.watches) = watches;
+        self.watched.store(any, Ordering::Release);
+        if any {
+            // Output may have arrived between the caller's own check and now.
+            self.schedule();
+        }
+    }
+
+    fn schedule(self: &Arc<Self>) {
+        if !self.queued.swap(true, Ordering::AcqRel) {
+            pool().submit(self.clone());
+        }
+    }
+
+    /// A worker's job: catch the grid up in slices, then match the pending patterns against
+    /// the rows that changed since the last look.
+    fn work(&self) {
+        // Cleared first: output pushed from here on queues another job.
+        self.queued.store(false, Ordering::Release);
+        if !self.watched.load(Ordering::Acquire) {
+            return;
+        }
+        // A slice per hold of the grid lock, so a reader waits at most one slice's parse.
+        let target = lock(&self.drain).ring.total();
+        let mut guard = loop {
+            let mut guard = lock(&self.grid);
+            let Some(grid) = guard.as_mut() else { return };
+            if !self.feed_slice(grid, target) {
+                break guard;
+            }
+        };
+        let Some(grid) = guard.as_mut() else { return };
+        grid.finish_feed();
+        let back = grid.take_unscanned();
+        let lines = recent_lines(grid, back);
+        drop(guard);
+        let matched: Vec<u64> = {
+            let mut watches = lock(&self.watches);
+            let mut hit = Vec::new();
+            watches.retain(|(id, w)| {
+                let m = lines.iter().any(|l| w.matches(l));
+                if m {
+                    hit.push(*id);
+                }
+                !m
+            });
+            self.watched.store(!watches.is_empty(), Ordering::Release);
+            hit
+        };
+        if !matched.is_empty() {
+            (self.notify)(matched);
+        }
+    }
+}
+
+/// Logical lines of the viewport plus the `back` newest history rows.
+pub fn recent_lines(grid: &Grid, back: usize) -> Vec<String> {
+    let back = back.min(grid.history()) as i32;
+    let rows: Vec<Row> = (-back..grid.rows() as i32).map(|l| grid.row(l)).collect();
+    logical(&rows)
+}
+
+/// The grid workers: threads that parse and match for sessions with pending screen waits.
+pub struct Pool {
+    jobs: mpsc::Sender<Arc<ScreenModel>>,
+}
+
+impl Pool {
+    fn submit(&self, model: Arc<ScreenModel>) {
+        let _ = self.jobs.send(model);
+    }
+}
+
+/// The process's grid workers, started on first use.
+pub fn pool() -> &'static Pool {
+    static POOL: OnceLock<Pool> = OnceLock::new();
+    POOL.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<Arc<ScreenModel>>();
+        let rx = Arc::new(Mutex::new(rx));
+        let workers = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .clamp(1, 4);
+        for i in 0..workers {
+            let rx = rx.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("maxx-grid-{i}"))
+                .spawn(move || {
+                    // SAFETY: lowering this thread's own priority; failure is harmless.
+                    unsafe {
+                        libc::setpriority(
+                            libc::PRIO_PROCESS,
+                            libc::gettid() as libc::id_t,
+                            WORKER_NICE,
+                        );
+                    }
+                    loop {
+                        let job = lock(&rx).recv();
+                        match job {
+                            Ok(model) => model.work(),
+                            Err(_) => return,
+                        }
+                    }
+                });
+            if let Err(e) = spawned {
+                tracing::error!(error = %e, "could not start a grid worker");
+            }
+        }
+        Pool { jobs: tx }
+    })
+}
