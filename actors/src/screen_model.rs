@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 /// Bytes a worker parses per hold of the grid lock (a reader waits at most this long).
 const SLICE_BYTES: usize = 64 * 1024;
 /// Niceness of the worker threads: below the drain and the children it serves.
-const WORKER_NICE: libc::c_int = 10;
+const WORKER_NICE: libc::c_int = 19;
 
 /// What a pending wait or run looks for on the screen.
 #[derive(Clone)]
