@@ -9,9 +9,12 @@
 //! ├── PolicyActor                     policy.rs            (source, capability, target) -> decision
 //! ├── BusActor                        bus.rs               process-wide cursor, ring, subscribers
 //! ├── SessionSupervisor               session_supervisor.rs  recovers a failed session's record
-//! │   └── SessionActor (one/session)  session.rs           PTY + child (pty.rs), light screen
-//! │                                                        (screen.rs), grid (grid.rs), record,
-//! │                                                        audit log, waits, watchers, runs
+//! │   └── SessionActor (one/session)  session.rs           PTY + child (pty.rs), record, audit
+//! │                                                        log, waits, watchers, runs; its
+//! │                                                        screen model (screen_model.rs:
+//! │                                                        light pass screen.rs + ring, fed by
+//! │                                                        the pump; grid.rs parsed by the
+//! │                                                        grid workers, off the drain path)
 //! └── Listener                        listener.rs          control.sock accept loop
 //!     └── ConnectionActor (one/conn)  connection.rs        read -> authenticate -> decode ->
 //!                                                          authorize -> route -> reply
