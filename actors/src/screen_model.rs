@@ -372,3 +372,85 @@ pub fn pool() -> &'static Pool {
         Pool { jobs: tx }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn model() -> (Arc<ScreenModel>, mpsc::Receiver<Vec<u64>>) {
+        let (tx, rx) = mpsc::channel();
+        let tx = Mutex::new(tx);
+        let m = ScreenModel::new(Box::new(move |ids| {
+            let _ = lock(&tx).send(ids);
+        }));
+        (m, rx)
+    }
+
+    #[test]
+    fn a_stale_pump_changes_nothing() {
+        let (m, _) = model();
+        let generation = m.reset();
+        m.drain(generation - 1, b"old\x1b]2;stale\x07");
+        assert_eq!(m.ring_len(), 0);
+        assert_eq!(m.flags().title, None);
+        let d = m.drain(generation, b"new\x1b]2;fresh\x07");
+        assert_eq!(d.events, [ScreenEvent::Title("fresh".into())]);
+        assert_eq!(m.ring_len(), b"new\x1b]2;fresh\x07".len());
+    }
+
+    #[test]
+    fn attached_output_is_forwarded_after_the_repaint_only() {
+        let (m, _) = model();
+        let g = m.reset();
+        assert_eq!(m.drain(g, b"before").forward_end, None);
+        let (repaint, upto) = m.attach(80, 24, 100);
+        assert!(repaint.ends_with(b"before"));
+        assert_eq!(upto, 6);
+        assert_eq!(m.drain(g, b"after").forward_end, Some(11));
+        m.detach_all();
+        assert_eq!(m.drain(g, b"gone").forward_end, None);
+    }
+
+    #[test]
+    fn a_worker_matches_pending_patterns_on_new_output() {
+        let (m, rx) = model();
+        let g = m.reset();
+        m.drain(g, b"prompt$ ");
+        // A reader materialises the grid (as the session actor does before it watches).
+        drop(m.grid(40, 5, 100));
+        m.set_watches(vec![
+            (1, Watch::Text(TextPattern::Literal("DONE".into()))),
+            (2, Watch::Text(TextPattern::Literal("never".into()))),
+        ]);
+        // Scrolls far past the viewport in one burst: still seen.
+        let mut out = b"DONE\r\n".to_vec();
+        for i in 0..50 {
+            out.extend(format!("line {i}\r\n").into_bytes());
+        }
+        m.drain(g, &out);
+        let ids = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the worker reports a match");
+        assert_eq!(ids, [1]);
+        // The match is consumed; the other pattern stays pending.
+        assert_eq!(lock(&m.watches).len(), 1);
+        assert!(m.watched.load(Ordering::Acquire));
+    }
+
+    #[test]
+    fn a_grid_far_behind_is_rebuilt_from_the_ring() {
+        let (m, _) = model();
+        let g = m.reset();
+        drop(m.grid(40, 5, 100));
+        let chunk = vec![b'x'; 64 * 1024];
+        for _ in 0..(maxx_protocol::limits::RAW_RING_BYTES / chunk.len() + 2) {
+            m.drain(g, &chunk);
+        }
+        let grid = m.grid(40, 5, 100);
+        assert!(
+            grid.replayed,
+            "more than the ring behind: rebuilt, not parsed"
+        );
+    }
+}
