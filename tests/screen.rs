@@ -399,3 +399,75 @@ fn every_read_is_denied_without_output_read() {
     let err: Value = serde_json::from_slice(&out.stderr).unwrap();
     assert_eq!(err["error"]["code"], "unauthorized");
 }
+
+/// The OSC 133 semantic of each column of `row` in a sparse cells array: `P` prompt, `I`
+/// input, `.` none (trailing columns without one trimmed).
+fn semantics(cells: &Value, row: usize) -> String {
+    let mut out = Vec::new();
+    for c in cells.as_array().unwrap() {
+        if c["row"] != row {
+            continue;
+        }
+        let col = c["col"].as_u64().unwrap() as usize;
+        if out.len() <= col {
+            out.resize(col + 1, '.');
+        }
+        out[col] = match c["semantic"].as_str() {
+            Some("Prompt") => 'P',
+            Some("Input") => 'I',
+            None => '.',
+            Some(other) => panic!("unexpected semantic {other:?}"),
+        };
+    }
+    let s: String = out.into_iter().collect();
+    s.trim_end_matches('.').to_string()
+}
+
+/// Issue 10: `--cells` reports the OSC 133 regions the program marked (A prompt, B input,
+/// C output), and the marks stay with their cells once they scroll into history.
+#[test]
+fn cells_carry_osc133_prompt_and_input_into_history() {
+    let d = Daemon::start();
+    let id = sid(&d.create(json!({
+        "command": "printf '\\033]133;A\\007$ \\033]133;B\\007ls\\033]133;C\\007\\nout\\n\\033]133;D;0\\007'; \
+                    read x; seq 1 30; echo DONE; exec sleep 30",
+        "cols": 12, "rows": 4
+    })));
+    until(&d, &id, "out");
+    let s = snapshot(&d, &id, json!({"cells": true}));
+    assert_eq!(s["lines"][0], "$ ls");
+    assert_eq!(semantics(&s["cells"], 0), "PPII", "{}", s["cells"]);
+    assert_eq!(semantics(&s["cells"], 1), "", "output has no semantic");
+    // A cell with a semantic is listed even in the default style.
+    assert_eq!(s["cells"][2]["text"], "l");
+    assert_eq!(s["cells"][2]["style"]["fg"], "default");
+    assert_eq!(s["scrollback_cells"], json!([]));
+    maxx_snapshot!("screen_cells_semantic", s);
+
+    // Push the marked row far into history.
+    d.ok(
+        "sessions.action",
+        json!({"session_id": id, "action": "submit", "input": ""}),
+    );
+    until(&d, &id, "DONE");
+    let s = snapshot(&d, &id, json!({"cells": true, "scrollback": 0}));
+    let history = s["scrollback"].as_array().unwrap();
+    let at = history
+        .iter()
+        .position(|l| l == "$ ls")
+        .unwrap_or_else(|| panic!("the prompt row is in history: {history:?}"));
+    assert!(history.len() - at > 20, "scrolled well past: {history:?}");
+    assert_eq!(semantics(&s["scrollback_cells"], at), "PPII");
+    let rows: Vec<&Value> = s["scrollback_cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| &c["row"])
+        .collect();
+    assert!(rows.iter().all(|r| **r == at), "only that row: {rows:?}");
+    assert_eq!(s["cells"], json!([]), "nothing marked in the viewport");
+    // Without `cells`, neither key carries cells.
+    let s = snapshot(&d, &id, json!({"scrollback": 0}));
+    assert_eq!(s["cells"], Value::Null);
+    assert!(s.get("scrollback_cells").is_none());
+}

@@ -1886,6 +1886,13 @@ impl SessionState {
             }
             out
         });
+        let scrollback_cells = p.cells.then(|| {
+            let mut out = Vec::new();
+            for (i, line) in (-(want as i32)..0).enumerate() {
+                grid.styled_cells(line, i as u32, &mut out);
+            }
+            out
+        });
         let (x, y, visible) = grid.cursor();
         let (lines, scrollback, soft_wrap) = if p.unwrap {
             (logical(&view_rows), logical(&history_rows), None)
@@ -1916,6 +1923,7 @@ impl SessionState {
             lines,
             scrollback,
             cells,
+            scrollback_cells,
             soft_wrap,
             truncated,
             truncated_reason: truncated.then(|| {
