@@ -1,6 +1,7 @@
 //! The light pass over PTY output: a vte parser that tracks only what the daemon must
 //! know at full drain speed — the title (OSC 0/2), bracketed-paste mode (DEC 2004),
-//! application-cursor mode (DEC 1) and the alternate screen (DEC 47/1047/1049).
+//! application-cursor mode (DEC 1), the alternate screen (DEC 47/1047/1049), and whether the
+//! program ever marked input with OSC 133 `B`.
 //!
 //! It keeps no grid, so it costs nothing per cell and no memory per session beyond the
 //! parser. Everything here is a mechanical fact the program asked the terminal for.
@@ -30,6 +31,9 @@ pub struct ScreenFlags {
     pub app_cursor: bool,
     /// DEC 47/1047/1049: the alternate screen is active.
     pub alt_screen: bool,
+    /// An OSC 133 `B` (input start) mark was seen: only then can `wait --output-only` leave
+    /// anything out.
+    pub input_marks: bool,
 }
 
 /// The parser plus the flags it maintains.
@@ -92,6 +96,7 @@ impl Perform for FlagsPerformer<'_> {
                     .and_then(|c| c.parse().ok());
                 self.events.push(ScreenEvent::CommandFinished(code));
             }
+            [b"133", mark, ..] if mark.first() == Some(&b'B') => self.flags.input_marks = true,
             _ => {}
         }
     }
@@ -143,5 +148,8 @@ mod tests {
                 ScreenEvent::CommandFinished(None)
             ]
         );
+        assert!(!s.flags().input_marks);
+        s.advance(b"\x1b]133;A\x07$ \x1b]133;B\x07");
+        assert!(s.flags().input_marks);
     }
 }

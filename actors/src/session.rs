@@ -11,7 +11,7 @@
 
 use crate::bus::BusMsg;
 use crate::control_dir::constant_time_eq;
-use crate::grid::{logical, Grid, RawRing, Row};
+use crate::grid::{logical, output_lines, Grid, RawRing, Row};
 use crate::persistence::{PersistMsg, Record};
 use crate::pty::{ExitInfo, Pty, PumpEvent, SpawnSpec};
 use crate::registry::RegistryMsg;
@@ -23,7 +23,7 @@ use maxx_protocol::keys::KeyToken;
 use maxx_protocol::limits::{DEFAULT_SCROLLBACK_LINES, RUN_OUTPUT_MAX_BYTES};
 use maxx_protocol::request::{
     ActionKind, ActionParams, CreateParams, Declaration, InterruptSignal, ReadKind, ReadParams,
-    ScrollbackWindow, TextPattern, WaitCondition,
+    ScrollbackWindow, TextWait, WaitCondition,
 };
 use maxx_protocol::screen::{
     Cursor, Foreground, InspectDoc, ResizeResult, RunResult, ScreenState, ScrollbackInfo, Size,
@@ -93,6 +93,9 @@ pub struct WaitAnswer {
     pub session: SessionView,
     /// For an `event` wait that matched: the entry.
     pub event: Option<AuditEntry>,
+    /// The surface's output had carried an OSC 133 `B` mark by the answer, so
+    /// `output_only` had input lines to leave out.
+    pub input_marks: bool,
 }
 
 /// An attachment's start: its id, the record, and bytes that repaint the screen.
@@ -691,13 +694,14 @@ impl Actor for SessionActor {
                     },
                     other => other,
                 };
-                if let WaitCondition::Text(pattern) = &condition {
+                if let WaitCondition::Text(text) = &condition {
                     // Level-triggered: text already on the screen matches at once.
-                    if state.screen_matches(pattern, None) {
+                    if state.screen_matches(text, None) {
                         let _ = reply.send(WaitAnswer {
                             outcome: Outcome::Matched,
                             session: state.view.clone(),
                             event: None,
+                            input_marks: state.screen.flags().input_marks,
                         });
                         return Ok(());
                     }
@@ -707,6 +711,7 @@ impl Actor for SessionActor {
                         outcome,
                         session: state.view.clone(),
                         event,
+                        input_marks: state.screen.flags().input_marks,
                     });
                     return Ok(());
                 }
@@ -735,6 +740,7 @@ impl Actor for SessionActor {
                         outcome: Outcome::Timeout,
                         session: state.view.clone(),
                         event: None,
+                        input_marks: state.screen.flags().input_marks,
                     });
                 }
             }
@@ -1014,6 +1020,7 @@ impl SessionState {
                         outcome,
                         session: self.view.clone(),
                         event,
+                        input_marks: self.screen.flags().input_marks,
                     });
                 }
                 None => self.waiters.push(waiter),
@@ -1598,15 +1605,26 @@ impl SessionState {
 
     /// Logical lines of the viewport plus the `back` newest history rows.
     fn recent_lines(&mut self, back: Option<usize>) -> Vec<String> {
-        let grid = self.grid();
-        let back = back.unwrap_or(0).min(grid.history()) as i32;
-        let rows: Vec<Row> = (-back..grid.rows() as i32).map(|l| grid.row(l)).collect();
-        logical(&rows)
+        logical(&self.recent_rows(back))
     }
 
-    /// Whether `pattern` matches a logical line of the viewport (and `back` history rows).
-    fn screen_matches(&mut self, pattern: &TextPattern, back: Option<usize>) -> bool {
-        self.recent_lines(back).iter().any(|l| pattern.matches(l))
+    /// Rows of the viewport plus the `back` newest history rows.
+    fn recent_rows(&mut self, back: Option<usize>) -> Vec<Row> {
+        let grid = self.grid();
+        let back = back.unwrap_or(0).min(grid.history()) as i32;
+        (-back..grid.rows() as i32).map(|l| grid.row(l)).collect()
+    }
+
+    /// Whether a text wait matches a logical line of the viewport (and `back` history rows);
+    /// `output_only` leaves out the lines holding OSC 133 input cells.
+    fn screen_matches(&mut self, text: &TextWait, back: Option<usize>) -> bool {
+        let rows = self.recent_rows(back);
+        let lines = if text.output_only {
+            output_lines(&rows)
+        } else {
+            logical(&rows)
+        };
+        lines.iter().any(|l| text.pattern.matches(l))
     }
 
     /// New output arrived while text waits or runs are pending: bring the grid up to date
@@ -1615,11 +1633,22 @@ impl SessionState {
         let cols = self.view.cols.max(1) as usize;
         let newlines = chunk.iter().filter(|b| **b == b'\n').count();
         let back = newlines + chunk.len() / cols + 1;
-        let lines = self.recent_lines(Some(back));
+        let rows = self.recent_rows(Some(back));
+        let lines = logical(&rows);
+        let output_only =
+            |w: &Waiter| matches!(&w.condition, WaitCondition::Text(t) if t.output_only);
+        let output = if self.waiters.iter().any(output_only) {
+            output_lines(&rows)
+        } else {
+            Vec::new()
+        };
         let waiters = std::mem::take(&mut self.waiters);
         for w in waiters {
             let hit = match &w.condition {
-                WaitCondition::Text(p) => lines.iter().any(|l| p.matches(l)),
+                WaitCondition::Text(t) if t.output_only => {
+                    output.iter().any(|l| t.pattern.matches(l))
+                }
+                WaitCondition::Text(t) => lines.iter().any(|l| t.pattern.matches(l)),
                 _ => false,
             };
             if hit {
@@ -1628,6 +1657,7 @@ impl SessionState {
                     outcome: Outcome::Matched,
                     session: self.view.clone(),
                     event: None,
+                    input_marks: self.screen.flags().input_marks,
                 });
             } else {
                 self.waiters.push(w);
