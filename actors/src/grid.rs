@@ -236,6 +236,12 @@ impl Scan {
     }
 }
 
+/// Searchers for `ESC ]` (an OSC starts) and `ESC c` (RIS), built once.
+static OSC_FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\x1b]"));
+static RIS_FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\x1bc"));
+
 /// A materialised screen.
 pub struct Grid {
     term: Term<alacritty_terminal::event::VoidListener>,
@@ -330,13 +336,14 @@ impl Grid {
         let mut ris = None;
         while i < bytes.len() {
             if self.scan == Scan::Ground {
-                let next = |found: &mut Option<Option<usize>>, needle: &[u8]| {
+                let next = |found: &mut Option<Option<usize>>,
+                            needle: &memchr::memmem::Finder<'static>| {
                     if found.is_none_or(|f: Option<usize>| f.is_some_and(|at| at < i)) {
-                        *found = Some(memchr::memmem::find(&bytes[i..], needle).map(|at| at + i));
+                        *found = Some(needle.find(&bytes[i..]).map(|at| at + i));
                     }
                     found.flatten()
                 };
-                let at = match (next(&mut osc, b"\x1b]"), next(&mut ris, b"\x1bc")) {
+                let at = match (next(&mut osc, &OSC_FINDER), next(&mut ris, &RIS_FINDER)) {
                     (Some(a), Some(b)) => a.min(b),
                     (a, b) => match a.or(b) {
                         Some(at) => at,
