@@ -329,7 +329,8 @@ maxx sessions action ID --action interrupt --signal SIGTERM"
     #[command(
         after_help = "Examples:\n  maxx sessions wait ID --lifecycle exited --timeout 10m\n  \
 maxx sessions wait ID --state tests:passed --timeout 5m\n  \
-maxx sessions wait ID --event pr.merged --since 12"
+maxx sessions wait ID --event pr.merged --since 12\n  \
+maxx sessions wait ID --until 'BUILD OK' --output-only --timeout 10m"
     )]
     Wait(WaitArgs),
     /// From inside a maxx session: print that session (proves it with MAXX_SURFACE_ID and
@@ -844,6 +845,10 @@ pub struct WaitArgs {
     /// Wait until a screen line matches this regex (needs output:read).
     #[arg(long)]
     pub regex: Option<String>,
+    /// With --until/--regex: ignore lines holding typed input (cells the program marked with
+    /// OSC 133 B..C). With no such marks it filters nothing, and says so on stderr.
+    #[arg(long)]
+    pub output_only: bool,
     /// Give up after this long (default 30s, at most 1h): 500ms, 30s, 5m, 1h.
     #[arg(long, value_parser = duration)]
     pub timeout: Option<Duration>,

@@ -425,9 +425,14 @@ fn report(method: &str, response: Result<Response, ClientError>) -> i32 {
             .map_or(EXIT_FAILED, |c| (c & 0xff) as i32);
     }
     if method == "sessions.wait" || method == "stream.wait" {
-        let outcome = response
-            .result
-            .as_ref()
+        let result = response.result.as_ref();
+        if result.and_then(|r| r.get("output_only_filtered")) == Some(&Value::Bool(false)) {
+            eprintln!(
+                "maxx: --output-only filtered nothing: this session has not marked input \
+                 with OSC 133 (no B mark seen)"
+            );
+        }
+        let outcome = result
             .and_then(|r| r.get("outcome"))
             .and_then(Value::as_str);
         return match outcome {
@@ -780,6 +785,13 @@ fn sessions_request(verb: SessionsVerb) -> Result<(&'static str, Value, Duration
             }
             insert_opt(&mut p, "state", a.state);
             insert_opt(&mut p, "event", a.event);
+            if a.output_only {
+                // A usage error before any wait, like an invalid regex.
+                if a.until.is_none() && a.regex.is_none() {
+                    return Err("--output-only needs --until or --regex".into());
+                }
+                p.insert("output_only".into(), json!(true));
+            }
             insert_opt(&mut p, "until", a.until);
             if let Some(re) = a.regex {
                 // An invalid regex is a usage error before any wait.

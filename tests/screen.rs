@@ -399,3 +399,255 @@ fn every_read_is_denied_without_output_read() {
     let err: Value = serde_json::from_slice(&out.stderr).unwrap();
     assert_eq!(err["error"]["code"], "unauthorized");
 }
+
+/// The OSC 133 semantic of each column of `row` in a sparse cells array: `P` prompt, `I`
+/// input, `.` none (trailing columns without one trimmed).
+fn semantics(cells: &Value, row: usize) -> String {
+    let mut out = Vec::new();
+    for c in cells.as_array().unwrap() {
+        if c["row"] != row {
+            continue;
+        }
+        let col = c["col"].as_u64().unwrap() as usize;
+        if out.len() <= col {
+            out.resize(col + 1, '.');
+        }
+        out[col] = match c["semantic"].as_str() {
+            Some("Prompt") => 'P',
+            Some("Input") => 'I',
+            None => '.',
+            Some(other) => panic!("unexpected semantic {other:?}"),
+        };
+    }
+    let s: String = out.into_iter().collect();
+    s.trim_end_matches('.').to_string()
+}
+
+/// Issue 10: `--cells` reports the OSC 133 regions the program marked (A prompt, B input,
+/// C output), and the marks stay with their cells once they scroll into history.
+#[test]
+fn cells_carry_osc133_prompt_and_input_into_history() {
+    let d = Daemon::start();
+    let id = sid(&d.create(json!({
+        "command": "printf '\\033]133;A\\007$ \\033]133;B\\007ls\\033]133;C\\007\\nout\\n\\033]133;D;0\\007'; \
+                    read x; seq 1 30; echo DONE; exec sleep 30",
+        "cols": 12, "rows": 4
+    })));
+    until(&d, &id, "out");
+    let s = snapshot(&d, &id, json!({"cells": true}));
+    assert_eq!(s["lines"][0], "$ ls");
+    assert_eq!(semantics(&s["cells"], 0), "PPII", "{}", s["cells"]);
+    assert_eq!(semantics(&s["cells"], 1), "", "output has no semantic");
+    // A cell with a semantic is listed even in the default style.
+    assert_eq!(s["cells"][2]["text"], "l");
+    assert_eq!(s["cells"][2]["style"]["fg"], "default");
+    assert_eq!(s["scrollback_cells"], json!([]));
+    maxx_snapshot!("screen_cells_semantic", s);
+
+    // Push the marked row far into history.
+    d.ok(
+        "sessions.action",
+        json!({"session_id": id, "action": "submit", "input": ""}),
+    );
+    until(&d, &id, "DONE");
+    let s = snapshot(&d, &id, json!({"cells": true, "scrollback": 0}));
+    let history = s["scrollback"].as_array().unwrap();
+    let at = history
+        .iter()
+        .position(|l| l == "$ ls")
+        .unwrap_or_else(|| panic!("the prompt row is in history: {history:?}"));
+    assert!(history.len() - at > 20, "scrolled well past: {history:?}");
+    assert_eq!(semantics(&s["scrollback_cells"], at), "PPII");
+    let rows: Vec<&Value> = s["scrollback_cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| &c["row"])
+        .collect();
+    assert!(rows.iter().all(|r| **r == at), "only that row: {rows:?}");
+    assert_eq!(s["cells"], json!([]), "nothing marked in the viewport");
+    // Without `cells`, neither key carries cells.
+    let s = snapshot(&d, &id, json!({"scrollback": 0}));
+    assert_eq!(s["cells"], Value::Null);
+    assert!(s.get("scrollback_cells").is_none());
+}
+
+/// A program that prints a marked prompt, "types" `echo NEEDLE` into its input region, and
+/// prints NEEDLE as output only once it reads a line.
+const TYPED_NEEDLE: &str =
+    "printf '\\033]133;A\\007$ \\033]133;B\\007echo NEEDLE\\033]133;C\\007\\n'; \
+                            read x; echo NEEDLE; exec sleep 30";
+
+/// Issue 10: `wait --output-only` does not match text that is only in an input region, and
+/// does once it is output.
+#[test]
+fn wait_output_only_ignores_input_lines() {
+    let d = Daemon::start();
+    let id = sid(&d.create(json!({ "command": TYPED_NEEDLE })));
+    // Without --output-only the input line matches: the text is on the screen.
+    until(&d, &id, "$ echo NEEDLE");
+    let wait = |timeout: &str, extra: &[&str]| {
+        let mut args = vec![
+            "--as",
+            READER,
+            "sessions",
+            "wait",
+            &id,
+            "--until",
+            "NEEDLE",
+            "--timeout",
+            timeout,
+        ];
+        args.extend(extra);
+        args.into_iter().map(String::from).collect::<Vec<_>>()
+    };
+    let args = wait("300ms", &["--output-only"]);
+    let out = d.cli(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(out.status.code(), Some(124), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["result"]["outcome"], "timeout");
+    assert_eq!(v["result"]["output_only_filtered"], true);
+    assert!(out.stderr.is_empty(), "no note when marks exist: {out:?}");
+
+    let args = wait("10s", &["--output-only"]);
+    let waiter = d.cli_bg(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    d.wait_stat("waiters", 1);
+    d.ok(
+        "sessions.action",
+        json!({"session_id": id, "action": "submit", "input": ""}),
+    );
+    let out = waiter.join().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["result"]["outcome"], "matched");
+    assert_eq!(v["result"]["output_only_filtered"], true);
+    // Level-triggered on the wire too, and for a regex.
+    let r = d.ok_as(
+        READER,
+        "sessions.wait",
+        json!({"session_id": id, "regex": "^NEEDLE$", "output_only": true, "timeout": 10}),
+    );
+    assert_eq!(r["outcome"], "matched");
+    assert_eq!(r["output_only_filtered"], true);
+    let r = d.ok_as(
+        READER,
+        "sessions.wait",
+        json!({"session_id": id, "until": "NEEDLE", "timeout": 10}),
+    );
+    assert!(
+        r.get("output_only_filtered").is_none(),
+        "only when asked: {r}"
+    );
+    assert_eq!(d.stat("waiters"), 0);
+}
+
+/// The same with a real shell whose prompt carries the marks: what the user types is echoed
+/// by readline inside the input region, and the command's output is not. The wait is pending
+/// while the typing arrives, so this is the path that scans each new chunk.
+#[test]
+fn wait_output_only_with_a_real_shell_prompt() {
+    let d = Daemon::start();
+    let id = sid(&d.create(json!({
+        "command": "exec bash --norc --noprofile",
+        "env": [
+            "PS1=\\[\\e]133;A\\a\\]$ \\[\\e]133;B\\a\\]",
+            "PS0=\\e]133;C\\a",
+        ],
+    })));
+    until(&d, &id, "$");
+    let waiter = d.cli_bg(&[
+        "--as",
+        READER,
+        "sessions",
+        "wait",
+        &id,
+        "--regex",
+        "NEE.*DLE-2",
+        "--output-only",
+        "--timeout",
+        "10s",
+    ]);
+    d.wait_stat("waiters", 1);
+    let out = d.cli(&["sessions", "send-keys", &id, "echo NEE''DLE-2"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    until(&d, &id, "$ echo NEE''DLE-2");
+    assert_eq!(d.stat("waiters"), 1, "typed input did not satisfy the wait");
+    let s = snapshot(&d, &id, json!({"cells": true}));
+    let row = s["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|l| l == "$ echo NEE''DLE-2")
+        .unwrap();
+    assert_eq!(semantics(&s["cells"], row), format!("PP{}", "I".repeat(15)));
+    d.cli(&["sessions", "send-keys", &id, "Enter"]);
+    let out = waiter.join().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let s = snapshot(&d, &id, json!({"cells": true}));
+    let lines = s["lines"].as_array().unwrap();
+    assert_eq!(lines[row + 1], "NEEDLE-2");
+    assert_eq!(semantics(&s["cells"], row + 1), "", "output");
+    assert_eq!(semantics(&s["cells"], row + 2), "PP", "the next prompt");
+}
+
+/// With no OSC 133 marks, `--output-only` filters nothing, and the CLI says so on stderr.
+#[test]
+fn wait_output_only_without_marks_filters_nothing_and_says_so() {
+    let d = Daemon::start();
+    let id = sid(&d.create(json!({"command": "echo PLAIN-TEXT; exec sleep 30"})));
+    let out = d.cli(&[
+        "--as",
+        READER,
+        "sessions",
+        "wait",
+        &id,
+        "--until",
+        "PLAIN-TEXT",
+        "--output-only",
+        "--timeout",
+        "10s",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["result"]["outcome"], "matched");
+    assert_eq!(v["result"]["output_only_filtered"], false);
+    let note = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        note.contains("--output-only filtered nothing"),
+        "the note: {note:?}"
+    );
+}
+
+/// `--output-only` needs a text condition: refused before any wait, on the CLI (usage, exit
+/// 2) and on the wire (`invalid_request`).
+#[test]
+fn output_only_without_a_text_condition_is_refused() {
+    let d = Daemon::start();
+    let id = sid(&d.create(json!({"command": "exec sleep 30"})));
+    for cond in [["--lifecycle", "exited"], ["--event", "done"]] {
+        let out = d.cli(&[
+            "--as",
+            READER,
+            "sessions",
+            "wait",
+            &id,
+            cond[0],
+            cond[1],
+            "--output-only",
+            "--timeout",
+            "30s",
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+        assert!(out.stdout.is_empty());
+        assert!(String::from_utf8_lossy(&out.stderr).contains("--output-only"));
+    }
+    for cond in [json!({"lifecycle": "exited"}), json!({"state": "s"})] {
+        let mut p = cond.clone();
+        p["session_id"] = json!(id);
+        p["output_only"] = json!(true);
+        p["timeout"] = json!(30);
+        let r = d.call_as(READER, "sessions.wait", p);
+        assert_eq!(r["error"]["code"], "invalid_request", "{r}");
+    }
+    assert_eq!(d.stat("waiters"), 0, "no wait was ever started");
+}

@@ -19,7 +19,7 @@ use maxx_protocol::error::{ErrorBody, ErrorCode};
 use maxx_protocol::limits::{REQUEST_LINE_MAX_BYTES, REQUEST_READ_TIMEOUT, WATCH_BUFFER};
 use maxx_protocol::request::{
     ActionKind, ActionParams, Call, CreateParams, StreamWaitFor, StreamWaitParams,
-    StreamWatchParams, WaitParams, WatchParams,
+    StreamWatchParams, WaitCondition, WaitParams, WatchParams,
 };
 use maxx_protocol::session::Outcome;
 use maxx_protocol::session::SessionView;
@@ -620,6 +620,7 @@ async fn action(p: ActionParams, ctx: &DaemonContext) -> Result<Value, ErrorBody
 
 async fn wait(p: WaitParams, ctx: &DaemonContext) -> Result<Value, ErrorBody> {
     let actor = session_actor(ctx, &p.session_id).await?;
+    let output_only = matches!(&p.condition, WaitCondition::Text(t) if t.output_only);
     // The session actor owns the timer; the call timeout is only a backstop.
     let answer = ask(
         &actor,
@@ -634,6 +635,10 @@ async fn wait(p: WaitParams, ctx: &DaemonContext) -> Result<Value, ErrorBody> {
     let mut result = json!({ "outcome": answer.outcome, "session": answer.session });
     if let Some(event) = answer.event {
         result["event"] = json!(event);
+    }
+    if output_only {
+        // false: the session never marked input (OSC 133 B), so nothing was left out.
+        result["output_only_filtered"] = json!(answer.input_marks);
     }
     Ok(result)
 }

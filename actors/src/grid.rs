@@ -8,14 +8,27 @@
 //! it is rebuilt from the ring instead of parsing an unbounded backlog (and the snapshot says
 //! so with `truncated_reason: "replayed"`). The drain itself only ever runs the light vte
 //! pass in `screen.rs`, so a slow or absent reader never slows the child.
+//!
+//! # OSC 133 semantic cells
+//!
+//! `alacritty_terminal` drops OSC 133 and has no per-cell tag of its own, so the grid carries
+//! the marks in the one per-cell slot a cell copies from the cursor: the hyperlink in its
+//! `CellExtra`. [`Grid::feed`] finds OSC 133 marks in the bytes it feeds (a SIMD search for
+//! `ESC ]`, then a look at the OSC number), splits the feed right after each mark and, while the program
+//! is between `A` and `B` (prompt) or `B` and `C` (input), keeps a private hyperlink on the
+//! cursor's template cell. Every cell written in that region copies it (`Term::write_at_cursor`
+//! clones the template's `extra`), and it moves with the cell through scrolling, history and
+//! reflow, so no row numbers go stale. The private ids contain a C0 control character, which
+//! vte drops from every OSC string, so no program can forge one with its own OSC 8. See
+//! `docs/screen.md` for the edge cases.
 
 use alacritty_terminal::grid::Dimensions;
 use alacritty_terminal::index::{Column, Line};
-use alacritty_terminal::term::cell::Flags;
+use alacritty_terminal::term::cell::{Cell, Flags, Hyperlink};
 use alacritty_terminal::term::{Config, Term, TermMode};
 use alacritty_terminal::vte::ansi::{Color, NamedColor, Processor};
 use maxx_protocol::limits::RAW_RING_BYTES;
-use maxx_protocol::screen::{CellColor, CellStyle, StyledCell};
+use maxx_protocol::screen::{CellColor, CellStyle, Semantic, StyledCell};
 use std::collections::VecDeque;
 
 /// The most recent raw output, with its position in the whole output stream.
@@ -95,12 +108,152 @@ pub struct Row {
     pub text: String,
     /// Whether it continues onto the next row (soft wrap).
     pub wrapped: bool,
+    /// Whether it holds a cell written between OSC 133 `B` and `C` (what `wait --output-only`
+    /// leaves out).
+    pub input: bool,
 }
+
+/// Private hyperlink ids that tag cells written inside an OSC 133 region. The leading C0
+/// control (U+0001) cannot come from a program: vte drops C0 bytes from OSC strings, so no
+/// OSC 8 id or URI ever contains one.
+const PROMPT_ID: &str = "\u{1}maxx-semantic-prompt";
+const INPUT_ID: &str = "\u{1}maxx-semantic-input";
+
+/// The OSC 133 region the program is in: what the cells it writes now are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Region {
+    /// Outside any prompt or input (output, or no marks at all).
+    Output,
+    /// Between `A` (prompt start) and `B`.
+    Prompt,
+    /// Between `B` (input start) and `C` (or `D`/`A`).
+    Input,
+}
+
+/// What a sequence the scanner found asks the grid to do, once the parser has seen it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Action {
+    /// OSC 133 `A`/`B`/`C`/`D`: the region changes.
+    Enter(Region),
+    /// OSC 8: the program set (or ended) its own hyperlink, replacing the template's.
+    Relinked,
+    /// RIS (`ESC c`): the terminal was reset, cursors included.
+    Reset,
+}
+
+/// Finds, in the byte stream fed to the grid, the sequences that bear on OSC 133 regions:
+/// `ESC ] 133 ; <mark> … ST`, `ESC ] 8 ; … ST` and `ESC c`. It follows vte's own rules (C0
+/// bytes inside an OSC string are dropped; BEL, CAN, SUB or ESC ends it) and keeps its state
+/// across feeds. In `Ground` it is not stepped at all: [`Grid::feed`] jumps to the next
+/// `ESC ]` / `ESC c`. (So an escape with a C0 control between the ESC and the `]`, which vte
+/// would still read as an OSC, is only seen after an OSC terminator or at a feed boundary.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scan {
+    /// Plain text, or a sequence that is none of ours: skip to the next ESC.
+    Ground,
+    /// Just after an ESC.
+    Esc,
+    /// After `ESC ]`: the OSC number so far (at most three bytes are ever of interest).
+    OscNumber { num: [u8; 3], len: u8 },
+    /// In the body of an OSC 133 (`mark` = its first byte) or OSC 8, up to its terminator.
+    OscBody { semantic: bool, mark: Option<u8> },
+}
+
+impl Scan {
+    /// Advance over one byte (never called in `Ground`); `Some` right after the byte that
+    /// makes vte dispatch one of our sequences.
+    fn step(&mut self, b: u8) -> Option<Action> {
+        // vte ignores these inside escape and OSC states.
+        let ignored = matches!(b, 0x00..=0x06 | 0x08..=0x17 | 0x19 | 0x1c..=0x1f);
+        match *self {
+            Scan::Ground => None,
+            Scan::Esc => match b {
+                b']' => {
+                    *self = Scan::OscNumber {
+                        num: [0; 3],
+                        len: 0,
+                    };
+                    None
+                }
+                b'c' => {
+                    *self = Scan::Ground;
+                    Some(Action::Reset)
+                }
+                // vte executes C0 controls and skips these without leaving the escape.
+                0x00..=0x17 | 0x19 | 0x1b..=0x1f | 0x7f..=0xff => None,
+                _ => {
+                    *self = Scan::Ground;
+                    None
+                }
+            },
+            Scan::OscNumber { mut num, len } => {
+                *self = match b {
+                    0x1b => Scan::Esc,
+                    b';' => match &num[..len as usize] {
+                        b"133" => Scan::OscBody {
+                            semantic: true,
+                            mark: None,
+                        },
+                        b"8" => Scan::OscBody {
+                            semantic: false,
+                            mark: None,
+                        },
+                        _ => Scan::Ground,
+                    },
+                    _ if ignored => return None,
+                    b'0'..=b'9' if len < 3 => {
+                        num[len as usize] = b;
+                        Scan::OscNumber { num, len: len + 1 }
+                    }
+                    // A terminator, or a number that is none of ours.
+                    _ => Scan::Ground,
+                };
+                None
+            }
+            Scan::OscBody { semantic, mark } => {
+                let end = matches!(b, 0x07 | 0x18 | 0x1a | 0x1b);
+                if !end {
+                    if !ignored && mark.is_none() {
+                        *self = Scan::OscBody {
+                            semantic,
+                            mark: Some(b),
+                        };
+                    }
+                    return None;
+                }
+                *self = if b == 0x1b { Scan::Esc } else { Scan::Ground };
+                if !semantic {
+                    return Some(Action::Relinked);
+                }
+                match mark {
+                    Some(b'A') => Some(Action::Enter(Region::Prompt)),
+                    Some(b'B') => Some(Action::Enter(Region::Input)),
+                    Some(b'C' | b'D') => Some(Action::Enter(Region::Output)),
+                    _ => None,
+                }
+            }
+        }
+    }
+}
+
+/// Searchers for `ESC ]` (an OSC starts) and `ESC c` (RIS), built once.
+static OSC_FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\x1b]"));
+static RIS_FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\x1bc"));
 
 /// A materialised screen.
 pub struct Grid {
     term: Term<alacritty_terminal::event::VoidListener>,
     parser: Processor,
+    /// Where the mark scanner is in the byte stream (sequences can span feeds).
+    scan: Scan,
+    /// The OSC 133 region the program is in, as of the bytes parsed so far.
+    region: Region,
+    /// The template hyperlinks that tag prompt and input cells (allocated once per grid, so
+    /// a tagged cell costs one reference count, not an allocation).
+    prompt_link: Hyperlink,
+    input_link: Hyperlink,
     /// Stream offset up to which output has been parsed.
     fed: u64,
     scrollback: usize,
@@ -130,6 +283,10 @@ impl Grid {
         Grid {
             term: Grid::term(cols, rows, scrollback),
             parser: Processor::new(),
+            scan: Scan::Ground,
+            region: Region::Output,
+            prompt_link: Hyperlink::new(Some(PROMPT_ID), PROMPT_ID.to_string()),
+            input_link: Hyperlink::new(Some(INPUT_ID), INPUT_ID.to_string()),
             fed: start,
             scrollback,
             replayed: start > 0,
@@ -181,6 +338,8 @@ impl Grid {
             let rows = self.term.screen_lines() as u16;
             self.term = Grid::term(cols, rows, self.scrollback);
             self.parser = Processor::new();
+            self.scan = Scan::Ground;
+            self.region = Region::Output;
             self.fed = ring.start();
             self.replayed = true;
             self.rebuilt_since_scan = true;
@@ -200,7 +359,7 @@ impl Grid {
 
     /// Parse output that follows what was parsed so far.
     pub fn feed(&mut self, bytes: &[u8]) {
-        self.parser.advance(&mut self.term, bytes);
+        self.parse(bytes);
         self.fed += bytes.len() as u64;
         self.unscanned_bytes += bytes.len();
         self.unscanned_newlines += bytes.iter().filter(|b| **b == b'\n').count();
@@ -223,6 +382,88 @@ impl Grid {
         self.unscanned_bytes = 0;
         self.rebuilt_since_scan = false;
         back.min(self.history())
+    }
+
+    /// Parse `bytes`, splitting the feed right after each OSC 133 mark (and OSC 8 / RIS) so
+    /// the cells before it and after it are written under the right region. The only work on
+    /// top of the parse is a SIMD search for `ESC ]` and `ESC c` and a byte-by-byte look at
+    /// an OSC's number (and, for OSC 133 and 8 only, its body).
+    fn parse(&mut self, bytes: &[u8]) {
+        let mut parsed = 0;
+        let mut i = 0;
+        // Where the next `ESC ]` and `ESC c` are (searched for lazily, at most once each per
+        // position): CSI and other escapes, the bulk of a TUI's output, are never looked at.
+        let mut osc = None;
+        let mut ris = None;
+        while i < bytes.len() {
+            if self.scan == Scan::Ground {
+                let next = |found: &mut Option<Option<usize>>,
+                            needle: &memchr::memmem::Finder<'static>| {
+                    if found.is_none_or(|f: Option<usize>| f.is_some_and(|at| at < i)) {
+                        *found = Some(needle.find(&bytes[i..]).map(|at| at + i));
+                    }
+                    found.flatten()
+                };
+                let at = match (next(&mut osc, &OSC_FINDER), next(&mut ris, &RIS_FINDER)) {
+                    (Some(a), Some(b)) => a.min(b),
+                    (a, b) => match a.or(b) {
+                        Some(at) => at,
+                        None => {
+                            // An ESC at the very end may begin one in the next feed.
+                            if bytes.last() == Some(&0x1b) {
+                                self.scan = Scan::Esc;
+                            }
+                            break;
+                        }
+                    },
+                };
+                i = at + 1;
+                self.scan = Scan::Esc;
+                continue;
+            }
+            let action = self.scan.step(bytes[i]);
+            i += 1;
+            if let Some(action) = action {
+                self.parser.advance(&mut self.term, &bytes[parsed..i]);
+                parsed = i;
+                self.apply(action);
+            }
+        }
+        self.parser.advance(&mut self.term, &bytes[parsed..]);
+    }
+
+    /// Act on a sequence the parser has just been given.
+    fn apply(&mut self, action: Action) {
+        // Bytes held back by a synchronized update (DEC 2026) come before the sequence: write
+        // them under the region they were printed in.
+        if self.parser.sync_bytes_count() > 0 {
+            self.parser.stop_sync(&mut self.term);
+        }
+        let link = |region: Region, g: &Grid| match region {
+            Region::Output => None,
+            Region::Prompt => Some(g.prompt_link.clone()),
+            Region::Input => Some(g.input_link.clone()),
+        };
+        match action {
+            Action::Enter(region) => {
+                self.region = region;
+                let tag = link(region, self);
+                let grid = self.term.grid_mut();
+                // The saved cursor too, so a DECRC inside the region keeps its tag and one
+                // after it does not bring an old tag back.
+                grid.saved_cursor.template.set_hyperlink(tag.clone());
+                grid.cursor.template.set_hyperlink(tag);
+            }
+            // Inside a region the program's own link gives way to the tag (maxx reports no
+            // hyperlinks); outside one it is left alone.
+            Action::Relinked if self.region != Region::Output => {
+                let tag = link(self.region, self);
+                self.term.grid_mut().cursor.template.set_hyperlink(tag);
+            }
+            Action::Relinked => {}
+            // A full reset cleared the cursors; the region ends with them.
+            Action::Reset => self.region = Region::Output,
+        }
     }
 
     /// Resize (alacritty reflows).
@@ -268,6 +509,7 @@ impl Grid {
         let row = &self.term.grid()[Line(line)];
         let cols = self.term.columns();
         let mut text = String::with_capacity(cols);
+        let mut input = false;
         for col in 0..cols {
             let cell = &row[Column(col)];
             if cell
@@ -276,6 +518,7 @@ impl Grid {
             {
                 continue;
             }
+            input = input || semantic(cell) == Some(Semantic::Input);
             text.push(cell.c);
             if let Some(extra) = cell.zerowidth() {
                 text.extend(extra);
@@ -284,10 +527,15 @@ impl Grid {
         let wrapped = row[Column(cols - 1)].flags.contains(Flags::WRAPLINE);
         let trimmed = text.trim_end_matches(' ').len();
         text.truncate(trimmed);
-        Row { text, wrapped }
+        Row {
+            text,
+            wrapped,
+            input,
+        }
     }
 
-    /// Rows with a non-default style in `line`, reported at `row_index`.
+    /// Cells of `line` with a non-default style or an OSC 133 semantic, reported at
+    /// `row_index`.
     pub fn styled_cells(&self, line: i32, row_index: u32, out: &mut Vec<StyledCell>) {
         let row = &self.term.grid()[Line(line)];
         for col in 0..self.term.columns() {
@@ -315,15 +563,28 @@ impl Grid {
                 || style.strikethrough)
                 && style.fg == CellColor::Default
                 && style.bg == CellColor::Default;
-            if !plain {
+            let semantic = semantic(cell);
+            if !plain || semantic.is_some() {
                 out.push(StyledCell {
                     col: col as u16,
                     row: row_index,
+                    semantic,
                     text: cell.c.to_string(),
                     style,
                 });
             }
         }
+    }
+}
+
+/// The OSC 133 region a cell was written in (`None` for output and unmarked cells).
+fn semantic(cell: &Cell) -> Option<Semantic> {
+    // Most cells have no extra storage at all: no clone, no string compare.
+    cell.extra.as_ref()?;
+    match cell.hyperlink()?.id() {
+        PROMPT_ID => Some(Semantic::Prompt),
+        INPUT_ID => Some(Semantic::Input),
+        _ => None,
     }
 }
 
@@ -343,18 +604,34 @@ fn color(c: Color, default: NamedColor) -> CellColor {
 
 /// Join rows into logical lines (soft-wrapped rows continue into the next).
 pub fn logical(rows: &[Row]) -> Vec<String> {
+    join(rows, true)
+}
+
+/// The logical lines that hold no OSC 133 input cell (`wait --output-only`).
+pub fn output_lines(rows: &[Row]) -> Vec<String> {
+    join(rows, false)
+}
+
+/// Logical lines; those holding an input cell on any of their rows only with `keep_input`.
+fn join(rows: &[Row], keep_input: bool) -> Vec<String> {
     let mut out = Vec::new();
     let mut current = String::new();
+    let mut input = false;
     let mut open = false;
     for r in rows {
         current.push_str(&r.text);
+        input |= r.input;
         open = true;
         if !r.wrapped {
-            out.push(std::mem::take(&mut current));
+            if keep_input || !input {
+                out.push(std::mem::take(&mut current));
+            }
+            current.clear();
+            input = false;
             open = false;
         }
     }
-    if open {
+    if open && (keep_input || !input) {
         out.push(current);
     }
     out
@@ -406,16 +683,206 @@ mod tests {
             Row {
                 text: "abc".into(),
                 wrapped: true,
+                input: false,
             },
             Row {
                 text: "def".into(),
                 wrapped: false,
+                input: true,
             },
             Row {
                 text: "g".into(),
                 wrapped: false,
+                input: false,
             },
         ];
         assert_eq!(logical(&rows), ["abcdef", "g"]);
+        assert_eq!(
+            output_lines(&rows),
+            ["g"],
+            "a wrapped line with input is input"
+        );
+    }
+
+    /// The semantic of each column of viewport row `line`, as a compact string: `p` prompt,
+    /// `i` input, `.` none (trailing untagged blanks trimmed).
+    fn marks(g: &Grid, line: i32) -> String {
+        let mut cells = Vec::new();
+        g.styled_cells(line, 0, &mut cells);
+        let mut out = vec!['.'; g.cols() as usize];
+        for c in cells {
+            out[c.col as usize] = match c.semantic {
+                Some(Semantic::Prompt) => 'p',
+                Some(Semantic::Input) => 'i',
+                None => '.',
+            };
+        }
+        let s: String = out.into_iter().collect();
+        s.trim_end_matches('.').to_string()
+    }
+
+    fn grid_of(bytes: &[u8], cols: u16, rows: u16) -> Grid {
+        let mut ring = RawRing::default();
+        ring.push(bytes);
+        Grid::materialise(cols, rows, 100, &ring)
+    }
+
+    const A: &[u8] = b"\x1b]133;A\x07";
+    const B: &[u8] = b"\x1b]133;B\x07";
+    const C: &[u8] = b"\x1b]133;C\x07";
+    const D: &[u8] = b"\x1b]133;D;0\x07";
+
+    #[test]
+    fn osc133_regions_tag_the_cells_written_in_them() {
+        let bytes = [A, b"$ ", B, b"ls -l", C, b"\r\nout\r\n", D, A, b"$ "].concat();
+        let g = grid_of(&bytes, 20, 4);
+        assert_eq!(g.row(0).text, "$ ls -l");
+        assert_eq!(marks(&g, 0), "ppiiiii", "the typed space is input too");
+        assert_eq!(marks(&g, 1), "", "output has no semantic");
+        assert_eq!(marks(&g, 2), "pp");
+        assert!(g.row(0).input && !g.row(1).input && !g.row(2).input);
+        // A plain cell with a semantic is listed, with the default style.
+        let mut cells = Vec::new();
+        g.styled_cells(0, 0, &mut cells);
+        assert_eq!(cells[2].text, "l");
+        assert_eq!(cells[2].style.fg, CellColor::Default);
+        assert!(!cells[2].style.bold);
+    }
+
+    #[test]
+    fn marks_split_anywhere_across_feeds_and_st_terminated() {
+        let bytes = [
+            &b"\x1b]133;A\x1b\\> "[..],
+            b"\x1b]133;B\x1b\\",
+            b"typed",
+            b"\x1b]133;C\x1b\\",
+            b"\r\nout",
+        ]
+        .concat();
+        let whole = grid_of(&bytes, 20, 3);
+        for split in 1..bytes.len() {
+            let mut ring = RawRing::default();
+            ring.push(&bytes[..split]);
+            let mut g = Grid::materialise(20, 3, 100, &ring);
+            ring.push(&bytes[split..]);
+            g.catch_up(&ring);
+            for line in 0..3 {
+                assert_eq!(marks(&g, line), marks(&whole, line), "split at {split}");
+            }
+        }
+        assert_eq!(marks(&whole, 0), "ppiiiii");
+        assert_eq!(marks(&whole, 1), "");
+    }
+
+    #[test]
+    fn marks_scroll_into_history_with_their_cells() {
+        let mut bytes = [A, b"$ ", B, b"cmd", C].concat();
+        for i in 0..50 {
+            bytes.extend(format!("\r\nline{i}").bytes());
+        }
+        let g = grid_of(&bytes, 10, 3);
+        let top = -(g.history() as i32);
+        assert_eq!(g.row(top).text, "$ cmd");
+        assert_eq!(marks(&g, top), "ppiii");
+        assert!(g.row(top).input);
+        assert_eq!(marks(&g, 0), "");
+    }
+
+    #[test]
+    fn sgr_reset_and_colours_keep_the_tag() {
+        let bytes = [A, b"\x1b[1;32muser\x1b[0m$ ", B, b"\x1b[0mx", C].concat();
+        let g = grid_of(&bytes, 20, 2);
+        assert_eq!(marks(&g, 0), "ppppppi");
+        let mut cells = Vec::new();
+        g.styled_cells(0, 0, &mut cells);
+        assert!(cells[0].style.bold, "style and semantic together");
+        assert_eq!(cells[0].semantic, Some(Semantic::Prompt));
+    }
+
+    #[test]
+    fn a_programs_own_hyperlink_neither_hides_nor_forges_a_tag() {
+        // A link inside the prompt: the cells stay Prompt, and so do those after it ends.
+        let bytes = [A, b"\x1b]8;;http://x\x07ln\x1b]8;;\x07$ ", B, b"i", C].concat();
+        let g = grid_of(&bytes, 20, 2);
+        assert_eq!(marks(&g, 0), "ppppi");
+        // Outside any region, a link whose id and URI spell maxx's tag is not a tag: the
+        // control character in the real one never survives an OSC string.
+        let forged = b"\x1b]8;id=\x01maxx-semantic-input;\x01maxx-semantic-input\x07x\x1b]8;;\x07\
+                       \x1b]8;id=maxx-semantic-input;maxx-semantic-input\x07y";
+        let g = grid_of(forged, 20, 2);
+        assert_eq!(marks(&g, 0), "");
+        assert!(!g.row(0).input);
+    }
+
+    #[test]
+    fn saved_cursor_restore_and_erase() {
+        // DECSC before the prompt, DECRC inside input: still input. DECSC in the prompt,
+        // DECRC in the output: no tag comes back.
+        let bytes = [
+            &b"\x1b7"[..],
+            A,
+            b"$ \x1b7",
+            B,
+            b"\x1b8\x1b[3Ga",
+            C,
+            b"\r\n\x1b8\x1b[2Bo",
+        ]
+        .concat();
+        let g = grid_of(&bytes, 20, 4);
+        assert_eq!(marks(&g, 0), "ppi");
+        assert_eq!(g.row(2).text, "  o");
+        assert_eq!(marks(&g, 2), "");
+        // Erased cells are blank and untagged; a redraw in the region tags again.
+        let bytes = [A, b"$ ", B, b"abc\x1b[2D\x1b[K", b"Z", C].concat();
+        let g = grid_of(&bytes, 20, 2);
+        assert_eq!(g.row(0).text, "$ aZ");
+        assert_eq!(marks(&g, 0), "ppii");
+    }
+
+    #[test]
+    fn reset_ends_the_region_and_missing_c_is_ended_by_d_or_a() {
+        // (A link after the reset must not bring the old region's tag back.)
+        let g = grid_of(
+            &[A, b"$ ", B, b"x\x1bca\x1b]8;;http://x\x07b\x1b]8;;\x07c"].concat(),
+            20,
+            2,
+        );
+        assert_eq!(g.row(0).text, "abc");
+        assert_eq!(marks(&g, 0), "");
+        // No C: D ends the input region, A starts a new prompt.
+        let g = grid_of(
+            &[A, b"$ ", B, b"x", D, b"\r\nout\r\n", A, b"%"].concat(),
+            20,
+            3,
+        );
+        assert_eq!(marks(&g, 0), "ppi");
+        assert_eq!(marks(&g, 1), "");
+        assert_eq!(marks(&g, 2), "p");
+    }
+
+    #[test]
+    fn held_synchronized_update_bytes_land_in_their_own_region() {
+        let bytes = [
+            &b"\x1b[?2026h"[..],
+            A,
+            b"$ ",
+            B,
+            b"in",
+            C,
+            b"\r\nout\x1b[?2026l",
+        ]
+        .concat();
+        let g = grid_of(&bytes, 20, 3);
+        assert_eq!(marks(&g, 0), "ppii");
+        assert_eq!(marks(&g, 1), "");
+    }
+
+    #[test]
+    fn unrelated_sequences_are_not_marks() {
+        // OSC 1337, OSC 13, OSC 133 without a mark letter, a CSI: none changes the region.
+        let bytes = b"\x1b]1337;B\x07\x1b]13;B\x07\x1b]133\x07\x1b[31mx\x1b]133;;B\x07y";
+        let g = grid_of(bytes, 20, 2);
+        assert_eq!(g.row(0).text, "xy");
+        assert_eq!(marks(&g, 0), "");
     }
 }

@@ -1,7 +1,8 @@
 //! The light pass over PTY output: a parser that tracks only what the daemon must know at
 //! full drain speed — the title (OSC 0/2), bracketed-paste mode (DEC 2004),
-//! application-cursor mode (DEC 1), the alternate screen (DEC 47/1047/1049) and OSC 133 D
-//! (command finished, with its exit code).
+//! application-cursor mode (DEC 1), the alternate screen (DEC 47/1047/1049), OSC 133 D
+//! (command finished, with its exit code) and whether the program ever marked input with
+//! OSC 133 `B`.
 //!
 //! It keeps no grid, so it costs nothing per cell and no memory per session beyond a small
 //! sequence buffer. Text between escape sequences is skipped with `memchr` for ESC: unlike a
@@ -35,6 +36,9 @@ pub struct ScreenFlags {
     pub app_cursor: bool,
     /// DEC 47/1047/1049: the alternate screen is active.
     pub alt_screen: bool,
+    /// An OSC 133 `B` (input start) mark was seen: only then can `wait --output-only` leave
+    /// anything out.
+    pub input_marks: bool,
 }
 
 /// Bytes of one OSC kept (vte keeps 1024); a longer one is cut there.
@@ -292,6 +296,7 @@ impl LightScreen {
                     events.push(ScreenEvent::Title(title));
                 }
             }
+            b"133" if rest.first() == Some(&b'B') => self.flags.input_marks = true,
             b"133" if rest.first() == Some(&b'D') => {
                 let code = rest
                     .split(|b| *b == b';')
@@ -360,6 +365,7 @@ mod oracle {
                         .and_then(|c| c.parse().ok());
                     self.events.push(ScreenEvent::CommandFinished(code));
                 }
+                [b"133", mark, ..] if mark.first() == Some(&b'B') => self.flags.input_marks = true,
                 _ => {}
             }
         }
@@ -416,6 +422,7 @@ mod tests {
             Just(b"\x1b]2;".to_vec()),
             Just(b"\x1b]133;D;".to_vec()),
             Just(b"\x1b]133;A".to_vec()),
+            Just(b"\x1b]133;B".to_vec()),
             Just("naïve 数据 ✓".as_bytes().to_vec()),
             "[a-z0-9 ]{1,8}".prop_map(String::into_bytes),
             any::<u8>().prop_map(|b| vec![b]),
@@ -472,5 +479,8 @@ mod tests {
                 ScreenEvent::CommandFinished(None)
             ]
         );
+        assert!(!s.flags().input_marks);
+        s.advance(b"\x1b]133;A\x07$ \x1b]133;B\x07");
+        assert!(s.flags().input_marks);
     }
 }

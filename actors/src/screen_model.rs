@@ -17,9 +17,9 @@
 //! parsing an unbounded backlog. When the output pauses, the workers catch up within one
 //! ring's worth of parsing (~1 MiB, ~15 ms here) and the waits are settled.
 
-use crate::grid::{logical, Grid, RawRing, Row};
+use crate::grid::{logical, output_lines, Grid, RawRing, Row};
 use crate::screen::{LightScreen, ScreenEvent, ScreenFlags};
-use maxx_protocol::request::TextPattern;
+use maxx_protocol::request::TextWait;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -32,18 +32,25 @@ const WORKER_NICE: libc::c_int = 19;
 /// What a pending wait or run looks for on the screen.
 #[derive(Clone)]
 pub enum Watch {
-    /// `sessions.wait --until/--regex`.
-    Text(TextPattern),
+    /// `sessions.wait --until/--regex [--output-only]`.
+    Text(TextWait),
     /// A `run`'s end marker.
     Run(regex::Regex),
 }
 
 impl Watch {
-    fn matches(&self, line: &str) -> bool {
+    /// Whether the pattern is on `lines` (all logical lines) or, for an output-only wait,
+    /// on `output` (those holding no OSC 133 input).
+    fn matches(&self, lines: &[String], output: &[String]) -> bool {
         match self {
-            Watch::Text(p) => p.matches(line),
-            Watch::Run(re) => re.is_match(line),
+            Watch::Text(t) if t.output_only => output.iter().any(|l| t.pattern.matches(l)),
+            Watch::Text(t) => lines.iter().any(|l| t.pattern.matches(l)),
+            Watch::Run(re) => lines.iter().any(|l| re.is_match(l)),
         }
+    }
+
+    fn output_only(&self) -> bool {
+        matches!(self, Watch::Text(t) if t.output_only)
     }
 }
 
@@ -295,13 +302,19 @@ impl ScreenModel {
         let Some(grid) = guard.as_mut() else { return };
         grid.finish_feed();
         let back = grid.take_unscanned();
-        let lines = recent_lines(grid, back);
+        let rows = recent_rows(grid, back);
         drop(guard);
+        let lines = logical(&rows);
         let matched: Vec<u64> = {
             let mut watches = lock(&self.watches);
+            let output = if watches.iter().any(|(_, w)| w.output_only()) {
+                output_lines(&rows)
+            } else {
+                Vec::new()
+            };
             let mut hit = Vec::new();
             watches.retain(|(id, w)| {
-                let m = lines.iter().any(|l| w.matches(l));
+                let m = w.matches(&lines, &output);
                 if m {
                     hit.push(*id);
                 }
@@ -316,11 +329,10 @@ impl ScreenModel {
     }
 }
 
-/// Logical lines of the viewport plus the `back` newest history rows.
-pub fn recent_lines(grid: &Grid, back: usize) -> Vec<String> {
+/// Rows of the viewport plus the `back` newest history rows.
+pub fn recent_rows(grid: &Grid, back: usize) -> Vec<Row> {
     let back = back.min(grid.history()) as i32;
-    let rows: Vec<Row> = (-back..grid.rows() as i32).map(|l| grid.row(l)).collect();
-    logical(&rows)
+    (-back..grid.rows() as i32).map(|l| grid.row(l)).collect()
 }
 
 /// The grid workers: threads that parse and match for sessions with pending screen waits.
@@ -378,6 +390,13 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    fn literal(text: &str) -> TextWait {
+        TextWait {
+            pattern: maxx_protocol::request::TextPattern::Literal(text.into()),
+            output_only: false,
+        }
+    }
+
     fn model() -> (Arc<ScreenModel>, mpsc::Receiver<Vec<u64>>) {
         let (tx, rx) = mpsc::channel();
         let tx = Mutex::new(tx);
@@ -420,8 +439,8 @@ mod tests {
         // A reader materialises the grid (as the session actor does before it watches).
         drop(m.grid(40, 5, 100));
         m.set_watches(vec![
-            (1, Watch::Text(TextPattern::Literal("DONE".into()))),
-            (2, Watch::Text(TextPattern::Literal("never".into()))),
+            (1, Watch::Text(literal("DONE"))),
+            (2, Watch::Text(literal("never"))),
         ]);
         // Scrolls far past the viewport in one burst: still seen.
         let mut out = b"DONE\r\n".to_vec();

@@ -11,12 +11,12 @@
 
 use crate::bus::BusMsg;
 use crate::control_dir::constant_time_eq;
-use crate::grid::{logical, Row};
+use crate::grid::{logical, output_lines, Row};
 use crate::persistence::{PersistMsg, Record};
 use crate::pty::{ExitInfo, Pty, PumpEvent, SpawnSpec};
 use crate::registry::RegistryMsg;
 use crate::screen::ScreenEvent;
-use crate::screen_model::{recent_lines, GridGuard, ScreenModel, Watch};
+use crate::screen_model::{recent_rows, GridGuard, ScreenModel, Watch};
 use crate::stats::Stats;
 use maxx_protocol::audit::{AuditEntry, AuditKind};
 use maxx_protocol::error::{ErrorBody, ErrorCode};
@@ -24,7 +24,7 @@ use maxx_protocol::keys::KeyToken;
 use maxx_protocol::limits::{DEFAULT_SCROLLBACK_LINES, RUN_OUTPUT_MAX_BYTES};
 use maxx_protocol::request::{
     ActionKind, ActionParams, CreateParams, Declaration, InterruptSignal, ReadKind, ReadParams,
-    ScrollbackWindow, TextPattern, WaitCondition,
+    ScrollbackWindow, TextWait, WaitCondition,
 };
 use maxx_protocol::screen::{
     Cursor, Foreground, InspectDoc, ResizeResult, RunResult, ScreenState, ScrollbackInfo, Size,
@@ -94,6 +94,9 @@ pub struct WaitAnswer {
     pub session: SessionView,
     /// For an `event` wait that matched: the entry.
     pub event: Option<AuditEntry>,
+    /// The surface's output had carried an OSC 133 `B` mark by the answer, so
+    /// `output_only` had input lines to leave out.
+    pub input_marks: bool,
 }
 
 /// An attachment's start: its id, the record, and bytes that repaint the screen.
@@ -700,13 +703,14 @@ impl Actor for SessionActor {
                     },
                     other => other,
                 };
-                if let WaitCondition::Text(pattern) = &condition {
+                if let WaitCondition::Text(text) = &condition {
                     // Level-triggered: text already on the screen matches at once.
-                    if state.screen_matches(pattern, None) {
+                    if state.screen_matches(text, None) {
                         let _ = reply.send(WaitAnswer {
                             outcome: Outcome::Matched,
                             session: state.view.clone(),
                             event: None,
+                            input_marks: state.model.flags().input_marks,
                         });
                         return Ok(());
                     }
@@ -716,6 +720,7 @@ impl Actor for SessionActor {
                         outcome,
                         session: state.view.clone(),
                         event,
+                        input_marks: state.model.flags().input_marks,
                     });
                     return Ok(());
                 }
@@ -744,6 +749,7 @@ impl Actor for SessionActor {
                         outcome: Outcome::Timeout,
                         session: state.view.clone(),
                         event: None,
+                        input_marks: state.model.flags().input_marks,
                     });
                 }
             }
@@ -1034,6 +1040,7 @@ impl SessionState {
                         outcome,
                         session: self.view.clone(),
                         event,
+                        input_marks: self.model.flags().input_marks,
                     });
                 }
                 None => self.waiters.push(waiter),
@@ -1200,7 +1207,7 @@ impl SessionState {
                     ended()
                 }
             }
-            // Matching is done on screen changes (`settle_text`); here only the end.
+            // Matching is done by the grid workers (`ScreenMatched`); here only the end.
             WaitCondition::Text(_) => ended(),
             WaitCondition::Event { name, since } => {
                 let since = since.unwrap_or(0);
@@ -1597,12 +1604,19 @@ impl SessionState {
 
     /// Logical lines of the viewport plus the `back` newest history rows.
     fn recent_lines(&self, back: Option<usize>) -> Vec<String> {
-        recent_lines(&self.grid(), back.unwrap_or(0))
+        logical(&recent_rows(&self.grid(), back.unwrap_or(0)))
     }
 
-    /// Whether `pattern` matches a logical line of the viewport (and `back` history rows).
-    fn screen_matches(&self, pattern: &TextPattern, back: Option<usize>) -> bool {
-        self.recent_lines(back).iter().any(|l| pattern.matches(l))
+    /// Whether a text wait matches a logical line of the viewport (and `back` history rows);
+    /// `output_only` leaves out the lines holding OSC 133 input cells.
+    fn screen_matches(&self, text: &TextWait, back: Option<usize>) -> bool {
+        let rows = recent_rows(&self.grid(), back.unwrap_or(0));
+        let lines = if text.output_only {
+            output_lines(&rows)
+        } else {
+            logical(&rows)
+        };
+        lines.iter().any(|l| text.pattern.matches(l))
     }
 
     /// Give the grid workers the patterns of the pending text waits and runs, if they
@@ -1640,6 +1654,7 @@ impl SessionState {
                     outcome: Outcome::Matched,
                     session: self.view.clone(),
                     event: None,
+                    input_marks: self.model.flags().input_marks,
                 });
             } else if let Some(pos) = self.runs.iter().position(|r| r.id == id) {
                 let run = self.runs.swap_remove(pos);
@@ -1890,6 +1905,13 @@ impl SessionState {
             }
             out
         });
+        let scrollback_cells = p.cells.then(|| {
+            let mut out = Vec::new();
+            for (i, line) in (-(want as i32)..0).enumerate() {
+                grid.styled_cells(line, i as u32, &mut out);
+            }
+            out
+        });
         let (x, y, visible) = grid.cursor();
         let (lines, scrollback, soft_wrap) = if p.unwrap {
             (logical(&view_rows), logical(&history_rows), None)
@@ -1920,6 +1942,7 @@ impl SessionState {
             lines,
             scrollback,
             cells,
+            scrollback_cells,
             soft_wrap,
             truncated,
             truncated_reason: truncated.then(|| {

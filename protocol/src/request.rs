@@ -324,6 +324,16 @@ impl TextPattern {
     }
 }
 
+/// A text wait: the pattern, and whether lines holding OSC 133 input cells are left out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TextWait {
+    /// What a logical line must contain or match.
+    pub pattern: TextPattern,
+    /// `output_only`: ignore logical lines that hold a cell the program wrote between
+    /// OSC 133 `B` and `C` (typed input). With no such marks it filters nothing.
+    pub output_only: bool,
+}
+
 /// Compile a `--regex` (bounded size), or refuse it.
 pub fn compile_regex(pattern: &str) -> Result<regex::Regex, ErrorBody> {
     if pattern.len() > PATTERN_MAX_BYTES {
@@ -1363,9 +1373,9 @@ pub enum WaitCondition {
         /// Baseline audit seq; `None` = the current last seq.
         since: Option<u64>,
     },
-    /// `--until TEXT` / `--regex RE`: a logical screen line matches (level-triggered on the
-    /// screen; gated by output:read).
-    Text(TextPattern),
+    /// `--until TEXT` / `--regex RE` (`--output-only`): a logical screen line matches
+    /// (level-triggered on the screen; gated by output:read).
+    Text(TextWait),
 }
 
 /// `sessions.wait` params.
@@ -1392,6 +1402,8 @@ impl WaitParams {
             timeout: Option<Value>,
             until: Option<String>,
             regex: Option<String>,
+            #[serde(default)]
+            output_only: bool,
         }
         let raw: Raw = decode(params)?;
         let session_id = parse_session_id("session_id", &raw.session_id)?;
@@ -1422,14 +1434,25 @@ impl WaitParams {
             if text.is_empty() || text.len() > PATTERN_MAX_BYTES {
                 return Err(ErrorBody::invalid("until must be 1..=4096 bytes"));
             }
-            WaitCondition::Text(TextPattern::Literal(text))
+            WaitCondition::Text(TextWait {
+                pattern: TextPattern::Literal(text),
+                output_only: raw.output_only,
+            })
         } else {
-            WaitCondition::Text(TextPattern::Regex(compile_regex(
-                raw.regex.as_deref().unwrap_or_default(),
-            )?))
+            WaitCondition::Text(TextWait {
+                pattern: TextPattern::Regex(compile_regex(
+                    raw.regex.as_deref().unwrap_or_default(),
+                )?),
+                output_only: raw.output_only,
+            })
         };
         if raw.since.is_some() && !matches!(condition, WaitCondition::Event { .. }) {
             return Err(ErrorBody::invalid("since is only valid with event"));
+        }
+        if raw.output_only && !matches!(condition, WaitCondition::Text(_)) {
+            return Err(ErrorBody::invalid(
+                "output_only is only valid with until or regex",
+            ));
         }
         let timeout = decode_timeout(raw.timeout.as_ref())?.unwrap_or(WAIT_DEFAULT_TIMEOUT);
         Ok(WaitParams {
@@ -2101,5 +2124,49 @@ mod tests {
         assert!(w(json!("1h")).is_ok());
         assert!(w(json!("61m")).is_err());
         assert!(w(json!("soon")).is_err());
+    }
+
+    #[test]
+    fn wait_output_only_needs_a_text_condition() {
+        let id = "2B0E0000-0000-4000-8000-000000000000";
+        let w = |extra: Value| {
+            let mut p = json!({"session_id": id});
+            p.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            Call::decode("sessions.wait", Some(p))
+        };
+        for cond in [json!({"until": "x"}), json!({"regex": "^x$"})] {
+            let mut p = cond.clone();
+            p["output_only"] = json!(true);
+            let Ok(Call::Wait(WaitParams {
+                condition: WaitCondition::Text(t),
+                ..
+            })) = w(p)
+            else {
+                panic!("{cond} with output_only is a text wait")
+            };
+            assert!(t.output_only);
+        }
+        let Ok(Call::Wait(WaitParams {
+            condition: WaitCondition::Text(t),
+            ..
+        })) = w(json!({"until": "x"}))
+        else {
+            panic!()
+        };
+        assert!(!t.output_only, "off unless asked");
+        for other in [
+            json!({"lifecycle": "exited"}),
+            json!({"state": "s"}),
+            json!({"event": "e"}),
+        ] {
+            let mut p = other.clone();
+            p["output_only"] = json!(true);
+            let e = w(p).unwrap_err();
+            assert_eq!(e.code, ErrorCode::InvalidRequest, "{other}");
+            assert!(e.message.contains("output_only"), "{}", e.message);
+        }
+        assert!(w(json!({"lifecycle": "exited", "output_only": false})).is_ok());
     }
 }

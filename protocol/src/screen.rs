@@ -64,13 +64,28 @@ pub struct CellStyle {
     pub bg: CellColor,
 }
 
-/// One styled cell (`--cells`): only cells with a non-default style are listed.
+/// What the program said a cell is, with OSC 133 marks it emitted itself (`semantic` on a
+/// cell). Spelled as the seed spells it: `"Prompt"`, `"Input"`. Output has no variant: it is
+/// the absence of one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Semantic {
+    /// Written between OSC 133 `A` (prompt start) and `B`.
+    Prompt,
+    /// Written between OSC 133 `B` (input start) and `C` (output start; `D` or `A` also end it).
+    Input,
+}
+
+/// One cell (`--cells`): only cells with a non-default style or a `semantic` are listed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StyledCell {
     /// Column.
     pub col: u16,
-    /// Row index into `lines`.
+    /// Row index into `lines` (into `scrollback` for `scrollback_cells`).
     pub row: u32,
+    /// `Prompt` or `Input` from the program's OSC 133 marks; absent for output and for cells
+    /// of a program that emits no marks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub semantic: Option<Semantic>,
     /// The character.
     pub text: String,
     /// Its style.
@@ -103,8 +118,13 @@ pub struct ScreenState {
     pub lines: Vec<String>,
     /// Requested history rows, oldest first (empty unless asked for).
     pub scrollback: Vec<String>,
-    /// Styled cells with `cells`, else null.
+    /// Styled cells of `lines` with `cells`, else null.
     pub cells: Option<Vec<StyledCell>>,
+    /// With `cells`: the same for the `scrollback` rows (`row` indexes `scrollback`); absent
+    /// without `cells`. A separate key, so a reader that predates it cannot mistake a history
+    /// cell for a viewport one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scrollback_cells: Option<Vec<StyledCell>>,
     /// Soft-wrapped rows (absent with `unwrap`, where they are already joined).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub soft_wrap: Option<SoftWrap>,
