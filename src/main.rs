@@ -36,8 +36,52 @@ fn main() {
     if args.get(1).is_some_and(|a| a == "+control") {
         args.remove(1);
     }
-    let cli = Cli::parse_from(args);
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => std::process::exit(clap_error(e)),
+    };
     std::process::exit(run(cli));
+}
+
+/// Help and version go to stdout as clap prints them; a bad command line is a usage error:
+/// one JSON error object on stderr, exit 2.
+fn clap_error(e: clap::Error) -> i32 {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = e.print();
+        return e.exit_code();
+    }
+    let rendered = e.render().to_string();
+    let lines: Vec<&str> = rendered
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("For more information"))
+        .collect();
+    // What went wrong (with the missing arguments, if any), then what would be accepted.
+    let usage_at = lines
+        .iter()
+        .position(|l| l.starts_with("Usage:"))
+        .unwrap_or(lines.len());
+    let message = lines[..usage_at]
+        .join(" ")
+        .trim_start_matches("error: ")
+        .to_string();
+    let remedy = match lines.get(usage_at) {
+        Some(usage) => format!("{usage}; see --help"),
+        None => "see --help".to_string(),
+    };
+    usage_error(message, remedy)
+}
+
+/// Report a usage error (nothing was sent) and return its exit code.
+fn usage_error(message: impl Into<String>, remedy: impl Into<String>) -> i32 {
+    print_error(&ErrorBody::invalid(message).with_remedy(remedy));
+    2
 }
 
 fn run(cli: Cli) -> i32 {
@@ -96,10 +140,7 @@ fn run(cli: Cli) -> i32 {
         Command::Attach(a) => {
             let key = match attach::parse_detach_key(&a.detach_key) {
                 Ok(k) => k,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    return 2;
-                }
+                Err(e) => return usage_error(e, "e.g. --detach-key C-a; see --help"),
             };
             match attach::run(
                 &target,
@@ -164,10 +205,7 @@ fn client_error(e: ClientError) -> i32 {
             print_error(&e);
             EXIT_FAILED
         }
-        ClientError::Usage(msg) => {
-            eprintln!("error: {msg}");
-            2
-        }
+        ClientError::Usage(msg) => usage_error(msg, "see --help"),
     }
 }
 
@@ -282,10 +320,7 @@ fn dispatch(
 ) -> i32 {
     let (method, params, timeout) = match built {
         Ok(r) => r,
-        Err(usage) => {
-            eprintln!("error: {usage}");
-            return 2;
-        }
+        Err(usage) => return usage_error(usage, "see --help"),
     };
     if method == "sessions.watch" || method == "stream.watch" {
         return watch(target, method, params, caller, confirm);

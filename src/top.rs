@@ -8,6 +8,7 @@
 //! naming the target and the consequence.
 
 use crate::client::{self, Target};
+use maxx_protocol::error::{ErrorBody, ErrorCode};
 use ratatui::crossterm::event::{self, Event as TermEvent, KeyCode, KeyEvent, KeyModifiers};
 use ratatui::crossterm::execute;
 use ratatui::crossterm::terminal::{
@@ -322,7 +323,7 @@ fn request(
     caller: &Option<String>,
     method: &str,
     params: Value,
-) -> Result<Value, String> {
+) -> Result<Value, ErrorBody> {
     match client::request(
         target,
         method,
@@ -334,13 +335,17 @@ fn request(
         Ok(r) if r.ok => Ok(r.result.unwrap_or(Value::Null)),
         Ok(r) => Err(r
             .error
-            .map(|e| format!("{}: {}", e.code, e.message))
-            .unwrap_or_default()),
+            .unwrap_or_else(|| ErrorBody::internal("ok:false without an error"))),
         Err(crate::client::ClientError::NoDaemon(e) | crate::client::ClientError::Failed(e)) => {
-            Err(format!("{}: {}", e.code, e.message))
+            Err(e)
         }
-        Err(crate::client::ClientError::Usage(m)) => Err(m),
+        Err(crate::client::ClientError::Usage(m)) => Err(ErrorBody::invalid(m)),
     }
+}
+
+/// An error as the status line shows it.
+fn status_text(e: &ErrorBody) -> String {
+    format!("{}: {}", e.code, e.message)
 }
 
 /// Run the dashboard until `q`.
@@ -370,8 +375,8 @@ pub fn run(target: &Target, caller: &Option<String>) -> i32 {
     match request(target, caller, "sessions.list", json!({})) {
         Ok(r) => app.sessions = r["sessions"].as_array().cloned().unwrap_or_default(),
         Err(e) => {
-            eprintln!("error: {e}");
-            return if e.starts_with("no_daemon") { 3 } else { 1 };
+            eprintln!("{}", json!({ "ok": false, "error": e }));
+            return if e.code == ErrorCode::NoDaemon { 3 } else { 1 };
         }
     }
     {
@@ -394,7 +399,12 @@ pub fn run(target: &Target, caller: &Option<String>) -> i32 {
     let mut terminal = match enter() {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("error: cannot start the dashboard: {e}");
+            let e = ErrorBody::new(
+                ErrorCode::Unsupported,
+                format!("cannot start the dashboard: {e}"),
+            )
+            .with_remedy("run `maxx top` in an interactive terminal");
+            eprintln!("{}", json!({ "ok": false, "error": e }));
             return 2;
         }
     };
@@ -478,7 +488,7 @@ fn handle_key(
             };
             app.status_line = Some(match request(target, caller, method, params) {
                 Ok(_) => format!("done: {method}"),
-                Err(e) => e,
+                Err(e) => status_text(&e),
             });
         } else {
             app.status_line = Some("cancelled".into());
@@ -504,7 +514,7 @@ fn handle_key(
                         json!({"session_id": id, "action": "focus"}),
                     ) {
                         Ok(_) => format!("focused {}", short(&id)),
-                        Err(e) => e,
+                        Err(e) => status_text(&e),
                     },
                 );
             }

@@ -131,6 +131,32 @@ fn bad_duration_is_a_usage_error() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(out.stdout.is_empty());
+    // Every usage error, clap's own included, is one JSON error object on stderr.
+    for args in [
+        &[
+            "sessions",
+            "wait",
+            "2B0E0000-0000-4000-8000-000000000000",
+            "--timeout",
+            "soon",
+        ][..],
+        &["sessions", "wait", "2B0E0000-0000-4000-8000-000000000000"],
+        &["sessions", "no-such-verb"],
+        &["sessions", "create", "--no-such-flag"],
+    ] {
+        let out = d.cli(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(out.stdout.is_empty());
+        let err: Value = serde_json::from_slice(&out.stderr)
+            .unwrap_or_else(|e| panic!("{args:?}: stderr is not one JSON object ({e}): {out:?}"));
+        assert_eq!(err["ok"], false);
+        assert_eq!(err["error"]["code"], "invalid_request", "{err}");
+        assert!(err["error"]["remedy"].as_str().unwrap().contains("--help"));
+    }
+    // Help is not an error.
+    let help = d.cli(&["sessions", "wait", "--help"]);
+    assert_eq!(help.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&help.stdout).contains("Usage"));
 }
 
 #[test]
