@@ -324,8 +324,8 @@ maxx sessions action ID --action interrupt --signal SIGTERM"
     Action(ActionArgs),
     /// Close a session's surface (idempotent).
     Cancel(IdArg),
-    /// Block until a declared state, a new event, or a lifecycle (exit 0 matched, 1 ended,
-    /// 124 timeout).
+    /// Block until a declared state, a new event, a lifecycle, or text on the screen
+    /// (exit 0 matched, 1 ended, 124 timeout).
     #[command(
         after_help = "Examples:\n  maxx sessions wait ID --lifecycle exited --timeout 10m\n  \
 maxx sessions wait ID --state tests:passed --timeout 5m\n  \
