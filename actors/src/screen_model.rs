@@ -19,6 +19,7 @@
 
 use crate::grid::{logical, output_lines, Grid, RawRing, Row};
 use crate::screen::{LightScreen, ScreenEvent, ScreenFlags};
+use maxx_protocol::limits::RAW_RING_BYTES;
 use maxx_protocol::request::TextWait;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -83,11 +84,24 @@ pub struct ScreenModel {
     grid: Mutex<Option<Box<Grid>>>,
     /// Pending patterns, by the session actor's ids.
     watches: Mutex<Vec<(u64, Watch)>>,
+    /// Output posted for the grid workers while patterns are pending.
+    inbox: Mutex<Inbox>,
     /// Whether `watches` is non-empty (checked on every chunk without a lock).
     watched: AtomicBool,
     /// Whether a worker job for this model is queued and not yet started.
     queued: AtomicBool,
     notify: Notify,
+}
+
+/// Output the pump hands the grid workers while patterns are pending: the workers take it
+/// with an O(1) swap instead of copying from the ring under the drain lock, so a worker
+/// (which runs at idle priority and may be preempted anywhere) never holds a lock the pump
+/// needs for longer than that swap.
+#[derive(Default)]
+struct Inbox {
+    bytes: Vec<u8>,
+    /// Stream offset of `bytes[0]`.
+    start: u64,
 }
 
 /// A locked, materialised grid.
@@ -128,6 +142,7 @@ impl ScreenModel {
             }),
             grid: Mutex::new(None),
             watches: Mutex::new(Vec::new()),
+            inbox: Mutex::new(Inbox::default()),
             watched: AtomicBool::new(false),
             queued: AtomicBool::new(false),
             notify,
@@ -143,14 +158,33 @@ impl ScreenModel {
         }
         let events = d.light.advance(bytes);
         d.ring.push(bytes);
-        let forward_end = d.forward.then(|| d.ring.total());
+        let end = d.ring.total();
+        let forward_end = d.forward.then_some(end);
         drop(d);
         if self.watched.load(Ordering::Acquire) {
+            self.post(end - bytes.len() as u64, bytes);
             self.schedule();
         }
         Drained {
             events,
             forward_end,
+        }
+    }
+
+    /// Hand `bytes` (at stream offset `at`) to the grid workers, keeping at most a ring's
+    /// worth: a worker further behind than that catches up from the ring instead.
+    fn post(&self, at: u64, bytes: &[u8]) {
+        let mut inbox = lock(&self.inbox);
+        if inbox.start + inbox.bytes.len() as u64 != at {
+            // Output arrived while nothing was pending: start over here.
+            inbox.bytes.clear();
+            inbox.start = at;
+        }
+        inbox.bytes.extend_from_slice(bytes);
+        let excess = inbox.bytes.len().saturating_sub(RAW_RING_BYTES);
+        if excess > 0 {
+            inbox.bytes.drain(..excess);
+            inbox.start += excess as u64;
         }
     }
 
@@ -164,6 +198,7 @@ impl ScreenModel {
         d.forward = false;
         d.generation += 1;
         *grid = None;
+        *lock(&self.inbox) = Inbox::default();
         d.generation
     }
 
@@ -270,6 +305,10 @@ impl ScreenModel {
         let any = !watches.is_empty();
         *lock(&self.watches) = watches;
         self.watched.store(any, Ordering::Release);
+        if !any {
+            // Nothing pending: the posted bytes would only hold memory.
+            *lock(&self.inbox) = Inbox::default();
+        }
         if any {
             // Output may have arrived between the caller's own check and now.
             self.schedule();
@@ -290,42 +329,69 @@ impl ScreenModel {
         if !self.watched.load(Ordering::Acquire) {
             return;
         }
+        let (start, bytes) = {
+            let mut inbox = lock(&self.inbox);
+            let start = inbox.start;
+            let bytes = std::mem::take(&mut inbox.bytes);
+            inbox.start = start + bytes.len() as u64;
+            (start, bytes)
+        };
+        let end = start + bytes.len() as u64;
+        // Nothing posted (the patterns were just set): whatever the ring holds now.
+        let target = if bytes.is_empty() {
+            lock(&self.drain).ring.total()
+        } else {
+            end
+        };
         // A slice per hold of the grid lock, so a reader waits at most one slice's parse.
-        let target = lock(&self.drain).ring.total();
         let mut guard = loop {
             let mut guard = lock(&self.grid);
             let Some(grid) = guard.as_mut() else { return };
-            if !self.feed_slice(grid, target) {
-                break guard;
+            let fed = grid.fed();
+            if fed >= start && fed < end {
+                // The steady state: the posted bytes continue the grid.
+                let from = (fed - start) as usize;
+                let to = (from + SLICE_BYTES).min(bytes.len());
+                grid.feed(&bytes[from..to]);
+                continue;
             }
+            // Behind what was posted (it overflowed, or output came while nothing was
+            // pending): the ring has it, or the grid is rebuilt from the ring.
+            if fed < target && self.feed_slice(grid, target) {
+                continue;
+            }
+            break guard;
         };
         let Some(grid) = guard.as_mut() else { return };
         grid.finish_feed();
         let back = grid.take_unscanned();
         let rows = recent_rows(grid, back);
         drop(guard);
+        // Match without holding the watches' lock (the session actor sets them).
+        let watches = lock(&self.watches).clone();
         let lines = logical(&rows);
-        let matched: Vec<u64> = {
-            let mut watches = lock(&self.watches);
-            let output = if watches.iter().any(|(_, w)| w.output_only()) {
-                output_lines(&rows)
-            } else {
-                Vec::new()
-            };
-            let mut hit = Vec::new();
-            watches.retain(|(id, w)| {
-                let m = w.matches(&lines, &output);
-                if m {
-                    hit.push(*id);
-                }
-                !m
-            });
-            self.watched.store(!watches.is_empty(), Ordering::Release);
-            hit
+        let output = if watches.iter().any(|(_, w)| w.output_only()) {
+            output_lines(&rows)
+        } else {
+            Vec::new()
         };
-        if !matched.is_empty() {
-            (self.notify)(matched);
+        let matched: Vec<u64> = watches
+            .iter()
+            .filter(|(_, w)| w.matches(&lines, &output))
+            .map(|(id, _)| *id)
+            .collect();
+        if matched.is_empty() {
+            return;
         }
+        {
+            let mut watches = lock(&self.watches);
+            watches.retain(|(id, _)| !matched.contains(id));
+            self.watched.store(!watches.is_empty(), Ordering::Release);
+            if watches.is_empty() {
+                *lock(&self.inbox) = Inbox::default();
+            }
+        }
+        (self.notify)(matched);
     }
 }
 
@@ -361,13 +427,19 @@ pub fn pool() -> &'static Pool {
             let spawned = std::thread::Builder::new()
                 .name(format!("maxx-grid-{i}"))
                 .spawn(move || {
-                    // SAFETY: lowering this thread's own priority; failure is harmless.
+                    // SAFETY: lowering this thread's own priority (SCHED_IDLE: it runs on CPU
+                    // nothing else wants, and any other wakeup preempts it at once; CFS still
+                    // gives it a small share on a saturated machine, so it is never starved);
+                    // failure is harmless.
                     unsafe {
-                        libc::setpriority(
-                            libc::PRIO_PROCESS,
-                            libc::gettid() as libc::id_t,
-                            WORKER_NICE,
-                        );
+                        let param = libc::sched_param { sched_priority: 0 };
+                        if libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) != 0 {
+                            libc::setpriority(
+                                libc::PRIO_PROCESS,
+                                libc::gettid() as libc::id_t,
+                                WORKER_NICE,
+                            );
+                        }
                     }
                     loop {
                         let job = lock(&rx).recv();
