@@ -30,6 +30,7 @@ use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, Message, RpcReplyPo
 use serde_json::{json, Value};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::PathBuf;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::unix::AsyncFd;
@@ -359,7 +360,48 @@ async fn session_actor(
     }
 }
 
+/// Whether a call may change a session record (and so writes the journal). Reads, waits,
+/// input and interrupts do not.
+fn changes_records(call: &Call) -> bool {
+    match call {
+        Call::Create(_)
+        | Call::Update(_)
+        | Call::Cancel(_)
+        | Call::Declare(_)
+        | Call::SetGroup { .. }
+        | Call::SetParent { .. }
+        | Call::Archive { .. }
+        | Call::Restart { .. }
+        | Call::SetRestartPolicy { .. }
+        | Call::Resize { .. } => true,
+        Call::Action(p) => matches!(
+            p.action,
+            ActionKind::Focus | ActionKind::Cancel | ActionKind::Close
+        ),
+        _ => false,
+    }
+}
+
+/// While the journal cannot be written, a request that would change a record is refused
+/// before it changes anything: an answer of `ok` always means "on disk". Each refused
+/// request first lets the persistence actor retry, so the first one after space is freed
+/// goes through.
+async fn journal_writable(ctx: &DaemonContext) -> Result<(), ErrorBody> {
+    if ctx.spawn.stats.journal_behind.load(Ordering::Relaxed) == 0 {
+        return Ok(());
+    }
+    ask(&ctx.persist, PersistMsg::Writable, ACTOR_CALL_TIMEOUT)
+        .await?
+        .map_err(|mut e| {
+            e.message = format!("refused, nothing was changed: {}", e.message);
+            e
+        })
+}
+
 async fn route(call: Call, caller: &str, ctx: &DaemonContext) -> Result<Value, ErrorBody> {
+    if changes_records(&call) {
+        journal_writable(ctx).await?;
+    }
     match call {
         Call::Create(params) => create(*params, caller, ctx).await.map(session_result),
         Call::Get(r) => {
@@ -452,7 +494,7 @@ async fn route(call: Call, caller: &str, ctx: &DaemonContext) -> Result<Value, E
             |r| SessionMsg::SetGroup(group, r),
             ACTOR_CALL_TIMEOUT,
         )
-        .await
+        .await?
         .map(session_result),
         Call::SetParent { session_id, parent } => {
             let actor = session_actor(ctx, &session_id).await?;
@@ -471,7 +513,7 @@ async fn route(call: Call, caller: &str, ctx: &DaemonContext) -> Result<Value, E
                 |r| SessionMsg::SetParent(parent, r),
                 ACTOR_CALL_TIMEOUT,
             )
-            .await
+            .await?
             .map(session_result)
         }
         Call::StreamWait(p) => stream_wait(p, ctx).await,
@@ -481,7 +523,7 @@ async fn route(call: Call, caller: &str, ctx: &DaemonContext) -> Result<Value, E
             |r| SessionMsg::Archive(reason, r),
             ACTOR_CALL_TIMEOUT,
         )
-        .await
+        .await?
         .map(session_result),
         Call::Restart {
             session_id,
@@ -1081,5 +1123,18 @@ async fn create(
     )
     .await
     .map_err(|e| ErrorBody::internal(format!("could not start the session: {e}")))?;
-    ask(&actor, SessionMsg::View, ACTOR_CALL_TIMEOUT).await
+    let created = ask(&actor, SessionMsg::View, ACTOR_CALL_TIMEOUT).await?;
+    if let Err(e) = &created {
+        if e.code == ErrorCode::PersistenceFailed {
+            // The caller never learns this session's id: do not leave its program running.
+            let close = ActionParams {
+                session_id,
+                action: ActionKind::Close,
+                input: None,
+                signal: None,
+            };
+            let _ = ask(&actor, |r| SessionMsg::Action(close, r), ACTOR_CALL_TIMEOUT).await;
+        }
+    }
+    created
 }

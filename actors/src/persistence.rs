@@ -17,15 +17,18 @@
 //! See `docs/persistence.md`.
 
 use crate::control_dir::ControlDir;
+use crate::stats::Stats;
 use maxx_protocol::audit::AuditEntry;
+use maxx_protocol::error::{ErrorBody, ErrorCode};
 use maxx_protocol::session::{Lifecycle, SessionView};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 /// Snapshot file name.
@@ -46,6 +49,9 @@ pub const RETENTION_AGE: Duration = Duration::from_secs(14 * 24 * 3600);
 pub const RETENTION_COUNT: usize = 500;
 /// At most this many audit entries per record on disk (newest kept).
 pub const AUDIT_ON_DISK: usize = 1000;
+/// Journal lines kept in memory while the journal cannot be written (disk full). Past this,
+/// they are dropped and the next successful write is a whole snapshot instead.
+pub const BACKLOG_MAX_BYTES: usize = 4 * 1024 * 1024;
 
 /// One persisted session: its record and its audit log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -76,8 +82,13 @@ pub enum PersistMsg {
     Upsert(Box<SessionView>),
     /// An audit entry was appended.
     Audit(Box<AuditEntry>),
-    /// Everything sent before this is written: run the closure (it answers the caller).
-    Ack(Box<dyn FnOnce() + Send>),
+    /// Everything sent before this has been handled: run the closure with whether the
+    /// journal is caught up (`Err(persistence_failed)` while writes fail). It answers the
+    /// caller.
+    Ack(Box<dyn FnOnce(Result<(), ErrorBody>) + Send>),
+    /// Try to catch up now if writes were failing; answer whether the journal is writable.
+    /// Asked before a mutation while `daemon.stats` `journal_behind` is set.
+    Writable(RpcReplyPort<Result<(), ErrorBody>>),
     /// Hand over the records restored at start (once).
     TakeRestored(RpcReplyPort<Vec<Record>>),
     /// The durable copy of one record (to recover a failed session actor).
@@ -92,6 +103,9 @@ pub struct PersistArgs {
     pub dir: ControlDir,
     /// fdatasync the journal after every write (power-loss durability, slower).
     pub fsync: bool,
+    /// `journal_behind` / `journal_write_errors` live here, for operators and the
+    /// connection's pre-mutation check.
+    pub stats: Arc<Stats>,
 }
 
 /// State.
@@ -104,7 +118,20 @@ pub struct PersistState {
     records: HashMap<String, Record>,
     restored: Option<Vec<Record>>,
     journal: Option<File>,
+    /// Length of the journal file up to its last complete line: a failed write is cut back
+    /// to here, so a torn line never sits in front of later ones.
     journal_bytes: u64,
+    /// The last failed write left bytes that could not be cut off: start the next write on
+    /// a fresh line so only the torn one is lost on replay.
+    torn: bool,
+    /// Journal lines not yet on disk, in order (the disk was full or failing). Every
+    /// operation is applied to `records` regardless, so a snapshot also covers them.
+    backlog: Vec<u8>,
+    /// The backlog outgrew [`BACKLOG_MAX_BYTES`] and was dropped: only a snapshot catches up.
+    backlog_lost: bool,
+    /// Why the journal is behind, while it is.
+    failure: Option<String>,
+    stats: Arc<Stats>,
 }
 
 /// The actor.
@@ -207,6 +234,23 @@ fn read_bounded(path: &PathBuf, max: u64) -> io::Result<Option<Vec<u8>>> {
 }
 
 impl PersistState {
+    fn new(dir: ControlDir, fsync: bool, stats: Arc<Stats>) -> Self {
+        PersistState {
+            dir,
+            fsync,
+            read_only: false,
+            records: HashMap::new(),
+            restored: None,
+            journal: None,
+            journal_bytes: 0,
+            torn: false,
+            backlog: Vec::new(),
+            backlog_lost: false,
+            failure: None,
+            stats,
+        }
+    }
+
     fn apply(&mut self, op: Op) {
         match op {
             Op::Session { session } => {
@@ -286,10 +330,11 @@ impl PersistState {
         }
     }
 
-    /// Write a new snapshot from the current records and truncate the journal.
-    fn fold(&mut self) {
+    /// Write a new snapshot from the current records and truncate the journal. On failure
+    /// the last readable `registry.json` and the journal stay as they were.
+    fn fold(&mut self) -> io::Result<()> {
         if self.read_only {
-            return;
+            return Ok(());
         }
         let now = SystemTime::now();
         let records: Vec<Record> = self.records.values().cloned().collect();
@@ -300,13 +345,17 @@ impl PersistState {
             .collect();
         let Some(bytes) = encode_fitting(kept, REGISTRY_MAX_BYTES) else {
             tracing::error!("the registry does not fit in 16 MiB even without audit history; keeping the last file");
-            return;
+            return Err(io::Error::other("the registry does not fit in 16 MiB"));
         };
+        // Temp file + rename: a full disk fails the temp file, never registry.json.
         if let Err(e) = self.dir.write_private(REGISTRY_FILE, &bytes) {
             tracing::error!(error = %e, "could not write registry.json; keeping the last readable file");
-            return;
+            return Err(e);
         }
-        // The snapshot now holds everything the journal did.
+        // The snapshot now holds everything the journal (and the backlog) did.
+        self.backlog.clear();
+        self.backlog_lost = false;
+        self.torn = false;
         match OpenOptions::new()
             .create(true)
             .write(true)
@@ -318,7 +367,125 @@ impl PersistState {
                 self.journal = Some(f);
                 self.journal_bytes = 0;
             }
-            Err(e) => tracing::error!(error = %e, "could not reset registry.journal"),
+            Err(e) => {
+                // The snapshot is complete; stale journal lines replay harmlessly over it.
+                tracing::error!(error = %e, "could not reset registry.journal");
+                self.journal = None;
+            }
+        }
+        self.caught_up();
+        Ok(())
+    }
+
+    /// Append `bytes` (whole lines) to the journal in one write. A failed write is cut back
+    /// to the last complete line.
+    fn write_journal(&mut self, bytes: &[u8]) -> io::Result<()> {
+        if self.journal.is_none() {
+            let f = OpenOptions::new()
+                .create(true)
+                .append(true)
+                .mode(0o600)
+                .open(self.dir.path().join(JOURNAL_FILE))?;
+            self.journal_bytes = f.metadata()?.len();
+            self.journal = Some(f);
+        }
+        let Some(f) = self.journal.as_mut() else {
+            return Err(io::Error::other("registry.journal is not open"));
+        };
+        // Removed or replaced under us: lines written to the unlinked file would be lost
+        // with it. The caller writes a snapshot instead.
+        if f.metadata()?.nlink() == 0 {
+            self.journal = None;
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                "registry.journal was removed",
+            ));
+        }
+        let lead: &[u8] = if self.torn { b"\n" } else { b"" };
+        let result = (|| {
+            if !lead.is_empty() {
+                f.write_all(lead)?;
+            }
+            f.write_all(bytes)?;
+            if self.fsync {
+                f.sync_data()?;
+            }
+            Ok(())
+        })();
+        match result {
+            Ok(()) => {
+                self.journal_bytes += (lead.len() + bytes.len()) as u64;
+                self.torn = false;
+                Ok(())
+            }
+            Err(e) => {
+                // ENOSPC can land part of a line. Cut it off (truncating needs no space);
+                // if even that fails, the next write starts on a new line.
+                if f.set_len(self.journal_bytes).is_err() {
+                    self.torn = true;
+                    self.journal = None;
+                }
+                Err(e)
+            }
+        }
+    }
+
+    fn behind(&self) -> bool {
+        self.failure.is_some()
+    }
+
+    fn fell_behind(&mut self, e: &io::Error) {
+        use std::sync::atomic::Ordering;
+        if self.failure.is_none() {
+            tracing::error!(error = %e, "journal write failed; mutations are refused until it can be written");
+            self.stats.journal_behind.store(1, Ordering::Relaxed);
+        }
+        Stats::add(&self.stats.journal_write_errors, 1);
+        self.failure = Some(e.to_string());
+    }
+
+    fn caught_up(&mut self) {
+        use std::sync::atomic::Ordering;
+        if self.failure.take().is_some() {
+            tracing::warn!("journal writable again; the operations held in memory are written");
+            self.stats.journal_behind.store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// Write what the journal is missing: the backlog, or (if it was dropped) a snapshot.
+    fn catch_up(&mut self) {
+        if self.read_only || !self.behind() {
+            return;
+        }
+        if self.backlog_lost {
+            // fold() reports its own failure; a success clears the backlog.
+            let _ = tokio::task::block_in_place(|| self.fold());
+            return;
+        }
+        let backlog = std::mem::take(&mut self.backlog);
+        match self.write_journal(&backlog) {
+            Ok(()) => self.caught_up(),
+            Err(e) => {
+                self.backlog = backlog;
+                self.fell_behind(&e);
+            }
+        }
+    }
+
+    /// The error an acknowledgement carries while the journal is behind.
+    fn not_durable(&self) -> Result<(), ErrorBody> {
+        match &self.failure {
+            None => Ok(()),
+            Some(why) => Err(ErrorBody::new(
+                ErrorCode::PersistenceFailed,
+                format!(
+                    "the registry journal cannot be written ({why}); the change is not on disk"
+                ),
+            )
+            .with_remedy(
+                "free space in the control dir (see `maxx daemon status`); the daemon writes \
+                 what it holds in memory with the next mutation",
+            )),
         }
     }
 
@@ -330,30 +497,32 @@ impl PersistState {
             return;
         };
         line.push(b'\n');
-        if self.journal.is_none() {
-            self.journal = OpenOptions::new()
-                .create(true)
-                .append(true)
-                .mode(0o600)
-                .open(self.dir.path().join(JOURNAL_FILE))
-                .map_err(|e| tracing::error!(error = %e, "could not open registry.journal"))
-                .ok();
-        }
-        let Some(f) = self.journal.as_mut() else {
+        if self.behind() {
+            // Keep the order: this line goes after what is already waiting.
+            if self.backlog.len() + line.len() > BACKLOG_MAX_BYTES {
+                self.backlog = Vec::new();
+                self.backlog_lost = true;
+            } else if !self.backlog_lost {
+                self.backlog.extend_from_slice(&line);
+            }
+            // A snapshot must wait until this operation is applied (record() runs it).
+            if !self.backlog_lost {
+                self.catch_up();
+            }
             return;
-        };
+        }
         // One write per line: a crash leaves at most the last line torn.
-        match f.write_all(&line) {
-            Ok(()) => {
-                if self.fsync {
-                    let _ = f.sync_data();
-                }
-                self.journal_bytes += line.len() as u64;
+        match self.write_journal(&line) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                // What the journal held is gone with it: only a snapshot (which also holds
+                // this operation once it is applied) catches up.
+                self.fell_behind(&e);
+                self.backlog_lost = true;
             }
             Err(e) => {
-                tracing::error!(error = %e, "journal write failed; the change is in memory only");
-                // Reopen next time (e.g. the disk had room again, or the file was removed).
-                self.journal = None;
+                self.backlog = line;
+                self.fell_behind(&e);
             }
         }
     }
@@ -364,8 +533,13 @@ impl PersistState {
     fn record(&mut self, op: Op) {
         self.append(&op);
         self.apply(op);
-        if self.journal_bytes > FOLD_BYTES {
-            tokio::task::block_in_place(|| self.fold());
+        if self.backlog_lost {
+            // Only a snapshot catches up, and it must include this operation.
+            self.catch_up();
+        }
+        if self.journal_bytes > FOLD_BYTES && !self.behind() {
+            // A failed fold is logged and leaves the journal as it is.
+            let _ = tokio::task::block_in_place(|| self.fold());
         }
     }
 }
@@ -380,15 +554,7 @@ impl Actor for PersistenceActor {
         _myself: ActorRef<PersistMsg>,
         args: PersistArgs,
     ) -> Result<PersistState, ActorProcessingErr> {
-        let mut state = PersistState {
-            dir: args.dir,
-            fsync: args.fsync,
-            read_only: false,
-            records: HashMap::new(),
-            restored: None,
-            journal: None,
-            journal_bytes: 0,
-        };
+        let mut state = PersistState::new(args.dir, args.fsync, args.stats);
         // The daemon validated the control dir before starting us; nothing is read
         // before that, and nothing is written before this load ran.
         tokio::task::block_in_place(|| {
@@ -404,7 +570,9 @@ impl Actor for PersistenceActor {
                 .map(|r| (r.session.session_id.clone(), r.clone()))
                 .collect();
             state.restored = Some(restored);
-            state.fold();
+            // A failed first fold (full disk) keeps registry.json and the journal as they
+            // are: both are replayed again next time.
+            let _ = state.fold();
         });
         Ok(state)
     }
@@ -418,7 +586,11 @@ impl Actor for PersistenceActor {
         match msg {
             PersistMsg::Upsert(view) => state.record(Op::Session { session: view }),
             PersistMsg::Audit(entry) => state.record(Op::Audit { entry }),
-            PersistMsg::Ack(done) => done(),
+            PersistMsg::Ack(done) => done(state.not_durable()),
+            PersistMsg::Writable(reply) => {
+                state.catch_up();
+                let _ = reply.send(state.not_durable());
+            }
             PersistMsg::TakeRestored(reply) => {
                 let _ = reply.send(state.restored.take().unwrap_or_default());
             }
@@ -426,7 +598,8 @@ impl Actor for PersistenceActor {
                 let _ = reply.send(state.records.get(&id).cloned());
             }
             PersistMsg::Flush(reply) => {
-                tokio::task::block_in_place(|| state.fold());
+                // A failed fold (logged) leaves registry.json and the journal as they were.
+                let _ = tokio::task::block_in_place(|| state.fold());
                 let _ = reply.send(());
             }
         }
@@ -606,15 +779,7 @@ mod tests {
         }
         lines.extend_from_slice(br#"{"op":"audit","entry":{"seq":3"#);
         fs::write(tmp.join(JOURNAL_FILE), &lines).unwrap();
-        let mut st = PersistState {
-            dir,
-            fsync: false,
-            read_only: false,
-            records: HashMap::new(),
-            restored: None,
-            journal: None,
-            journal_bytes: 0,
-        };
+        let mut st = PersistState::new(dir, false, Arc::default());
         st.load();
         assert_eq!(st.records[&id].audit.len(), 2);
         // An oversized snapshot is preserved and makes this run read-only.
@@ -623,7 +788,7 @@ mod tests {
         st.records.clear();
         st.load();
         assert!(st.read_only);
-        st.fold();
+        st.fold().unwrap();
         assert_eq!(
             fs::metadata(tmp.join(REGISTRY_FILE)).unwrap().len(),
             huge.len() as u64
@@ -643,15 +808,9 @@ mod fold_tests {
         let tmp = std::env::temp_dir().join(format!("maxx-fold-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&tmp);
         let dir = ControlDir::prepare(&tmp).unwrap();
-        let mut st = PersistState {
-            dir,
-            fsync: false,
-            read_only: false,
-            records: HashMap::new(),
-            restored: None,
-            journal: None,
-            journal_bytes: FOLD_BYTES, // the next write folds
-        };
+        let mut st = PersistState::new(dir, false, Arc::default());
+        st.write_journal(b"").unwrap();
+        st.journal_bytes = FOLD_BYTES; // the next write folds
         let json = serde_json::json!({
             "session_id": "00000001-0000-4000-8000-000000000000", "surface_id": "S",
             "title": null, "command": "true", "cwd": "/", "status": null, "lifecycle": "running",

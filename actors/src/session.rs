@@ -134,7 +134,7 @@ pub enum SessionMsg {
     /// From the pump.
     Pump(PumpEvent),
     /// The current record.
-    View(RpcReplyPort<SessionView>),
+    View(RpcReplyPort<Result<SessionView, ErrorBody>>),
     /// `sessions.update`: status and/or metadata merge.
     Update {
         /// New status.
@@ -185,11 +185,11 @@ pub enum SessionMsg {
     /// A watcher ended (timeout or disconnect).
     Unwatch(u64),
     /// `sessions.set-group`: join `group`, or leave with `None`.
-    SetGroup(Option<String>, RpcReplyPort<SessionView>),
+    SetGroup(Option<String>, RpcReplyPort<Result<SessionView, ErrorBody>>),
     /// `sessions.set-parent` (already validated by the registry).
-    SetParent(Option<String>, RpcReplyPort<SessionView>),
+    SetParent(Option<String>, RpcReplyPort<Result<SessionView, ErrorBody>>),
     /// `sessions.archive`.
-    Archive(Option<String>, RpcReplyPort<SessionView>),
+    Archive(Option<String>, RpcReplyPort<Result<SessionView, ErrorBody>>),
     /// `sessions.snapshot` / `dump` / `inspect`.
     Read(ReadParams, RpcReplyPort<ReadAnswer>),
     /// `sessions.run`: type a sentinel-wrapped command, answer when its end marker shows.
@@ -309,6 +309,9 @@ pub struct SessionState {
     next_id: u64,
     /// The create-time env, in memory only, reused by a restart in this run.
     env: Vec<(String, String)>,
+    /// The message being handled sent something to the journal: its acknowledgement must
+    /// say whether that reached the disk.
+    journaled: bool,
     registry: ActorRef<RegistryMsg>,
     bus: ActorRef<BusMsg>,
     persist: ActorRef<PersistMsg>,
@@ -380,6 +383,7 @@ impl Actor for SessionActor {
                     watchers: Vec::new(),
                     next_id: 0,
                     env: Vec::new(),
+                    journaled: false,
                     registry: registry.clone(),
                     bus,
                     persist,
@@ -462,6 +466,7 @@ impl Actor for SessionActor {
             watchers: Vec::new(),
             next_id: 0,
             env: params.env,
+            journaled: true,
             registry: registry.clone(),
             bus,
             persist,
@@ -496,6 +501,7 @@ impl Actor for SessionActor {
         msg: SessionMsg,
         state: &mut SessionState,
     ) -> Result<(), ActorProcessingErr> {
+        state.journaled = false;
         match msg {
             SessionMsg::Pump(event) => state.on_pump(&myself, event),
             SessionMsg::AutoRestart(generation) => {
@@ -559,7 +565,7 @@ impl Actor for SessionActor {
                 state.ack(reply, result);
             }
             // `View` answers a create: it goes through the journal like any acknowledgement.
-            SessionMsg::View(reply) => state.ack(reply, state.view.clone()),
+            SessionMsg::View(reply) => state.ack(reply, Ok(state.view.clone())),
             SessionMsg::Update {
                 status,
                 metadata,
@@ -610,7 +616,7 @@ impl Actor for SessionActor {
                     state.touch();
                     state.publish();
                 }
-                state.ack(reply, state.view.clone());
+                state.ack(reply, Ok(state.view.clone()));
             }
             SessionMsg::SetParent(parent, reply) => {
                 // Re-setting the same parent is a no-op: no event, no updated_at bump.
@@ -624,7 +630,7 @@ impl Actor for SessionActor {
                     state.touch();
                     state.publish();
                 }
-                state.ack(reply, state.view.clone());
+                state.ack(reply, Ok(state.view.clone()));
             }
             SessionMsg::Read(params, reply) => {
                 let _ = reply.send(state.read(&params));
@@ -663,7 +669,7 @@ impl Actor for SessionActor {
             }
             SessionMsg::Archive(reason, reply) => {
                 state.archive(reason);
-                state.ack(reply, state.view.clone());
+                state.ack(reply, Ok(state.view.clone()));
             }
             SessionMsg::Restart(command, reply) => {
                 let result = state.restart(&myself, command, None);
@@ -788,15 +794,26 @@ pub fn paste_bytes(text: &str, bracketed: bool) -> Vec<u8> {
 
 impl SessionState {
     /// Answer a mutating request once everything it changed is in the journal, so an
-    /// acknowledged mutation survives a crash of the daemon.
-    fn ack<T: Send + 'static>(&self, reply: RpcReplyPort<T>, value: T) {
-        let send = Box::new(move || {
+    /// acknowledged mutation survives a crash of the daemon. If what it changed could not be
+    /// written (disk full), a success becomes `persistence_failed`: never `ok` for a change
+    /// that is only in memory.
+    fn ack<T: Send + 'static>(
+        &mut self,
+        reply: RpcReplyPort<Result<T, ErrorBody>>,
+        value: Result<T, ErrorBody>,
+    ) {
+        let journaled = std::mem::take(&mut self.journaled);
+        let send = Box::new(move |durable: Result<(), ErrorBody>| {
+            let value = match (value, durable) {
+                (Ok(_), Err(e)) if journaled => Err(e),
+                (value, _) => value,
+            };
             let _ = reply.send(value);
         });
         if let Err(ractor::MessagingErr::SendErr(PersistMsg::Ack(send))) =
             self.persist.cast(PersistMsg::Ack(send))
         {
-            send();
+            send(Ok(()));
         }
     }
 
@@ -996,6 +1013,7 @@ impl SessionState {
         if self.pty.is_some() {
             self.view.last_seen_at = Some(self.view.updated_at.clone());
         }
+        self.journaled = true;
         let _ = self
             .persist
             .cast(PersistMsg::Upsert(Box::new(self.view.clone())));
@@ -1088,6 +1106,7 @@ impl SessionState {
             pid: self.pty.as_ref().and_then(Pty::foreground_pgrp),
         };
         self.audit.push(entry.clone());
+        self.journaled = true;
         let _ = self
             .persist
             .cast(PersistMsg::Audit(Box::new(entry.clone())));
