@@ -221,19 +221,39 @@ fn mixed_load(clients: usize, per_client: usize, create_every: usize) {
         "only the asking connection is left"
     );
     assert_eq!(d.stat("streams"), 0);
-    // Closing every session returns memory to near where it started (generous bound: the
-    // allocator keeps some).
+    // Closing every session returns memory to near where it started: what remains is what
+    // closed records legitimately keep for the daemon's life (docs/reliability.md, "memory
+    // after load"). Measured per closed record with this load (~20 audit entries each):
+    // ~24 KiB of live heap — its view (session actor, registry, durable copy: ~3.3 KiB),
+    // its audit log (encoded once, shared with the durable copy: ~5 KiB) and its idle
+    // session actor (ractor mailboxes and task: ~11 KiB) — and ~37 KiB of RSS once allocator
+    // fragmentation is counted. Fixed: the bus ring (10,000 events, ~3.4 MiB) and runtime
+    // tables. Freed memory goes back to the system when the daemon goes idle (memory.rs),
+    // asynchronously: poll with a deadline.
+    const PER_RECORD_KIB: u64 = 40;
+    const FIXED_KIB: u64 = 8 * 1024;
     for s in d.ok("sessions.list", json!({}))["sessions"]
         .as_array()
         .unwrap()
     {
         d.ok("sessions.cancel", json!({"session_id": s["session_id"]}));
     }
-    let rss_after = rss(d.pid());
-    eprintln!("after closing every session (records kept): RSS {rss_after} KiB");
-    // Closed records (view, audit log, durable copy) stay in memory until retention drops
-    // them; what must not happen is growth beyond that per record.
-    let bound = rss_before + 64 * 1024 + sessions as u64 * 128;
+    let bound = rss_before + FIXED_KIB + sessions as u64 * PER_RECORD_KIB;
+    let deadline = Instant::now() + T;
+    let rss_after = loop {
+        let now = rss(d.pid());
+        if now < bound || Instant::now() > deadline {
+            break now;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    eprintln!(
+        "after closing every session (records kept): RSS {rss_after} KiB, peak {} KiB, \
+         {:.1} KiB per closed record, {} trims",
+        hwm(d.pid()),
+        rss_after.saturating_sub(rss_before) as f64 / sessions as f64,
+        d.stat("memory_trims"),
+    );
     assert!(
         rss_after < bound,
         "RSS grew from {rss_before} KiB to {rss_after} KiB (bound {bound} KiB)"
@@ -242,10 +262,19 @@ fn mixed_load(clients: usize, per_client: usize, create_every: usize) {
 
 /// Resident set size of a process, in KiB.
 fn rss(pid: u32) -> u64 {
+    proc_status_kib(pid, "VmRSS:")
+}
+
+/// Peak resident set size of a process, in KiB.
+fn hwm(pid: u32) -> u64 {
+    proc_status_kib(pid, "VmHWM:")
+}
+
+fn proc_status_kib(pid: u32, field: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .unwrap()
         .lines()
-        .find(|l| l.starts_with("VmRSS:"))
+        .find(|l| l.starts_with(field))
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|n| n.parse().ok())
         .unwrap()
@@ -795,4 +824,51 @@ fn a_full_disk_refuses_mutations_loses_nothing_acknowledged_and_recovers() {
         .expect("registry.json parses");
     drop(d);
     drop(fs);
+}
+
+/// Issue 7: a closed session keeps its record, not its terminal. Its screen is released with
+/// its surface, so reads say so instead of showing an empty screen; an exited one keeps it.
+#[test]
+fn a_closed_session_releases_its_screen_and_keeps_its_record() {
+    let d = Daemon::start();
+    let id = sid(&d.create(json!({"command": "echo released; exec sleep 60"})));
+    let exited = sid(&d.create(json!({"command": "echo kept"})));
+    wait_for("output", T, || {
+        let dump = d.ok_as(READER, "sessions.dump", json!({"session_id": id}));
+        dump["text"].as_str()?.contains("released").then_some(())
+    });
+    d.ok(
+        "sessions.emit-event",
+        json!({"session_id": id, "event": "before-close"}),
+    );
+    d.ok("sessions.cancel", json!({"session_id": id}));
+    for method in ["sessions.snapshot", "sessions.dump", "sessions.inspect"] {
+        let r = d.call_as(READER, method, json!({"session_id": id}));
+        assert_eq!(r["error"]["code"], "already_ended", "{method}: {r}");
+    }
+    let r = d.ok_as(
+        READER,
+        "sessions.wait",
+        json!({"session_id": id, "until": "released", "timeout": 5}),
+    );
+    assert_eq!(r["outcome"], "ended", "{r}");
+    // The record and its audit log stay.
+    assert_eq!(d.get(&id)["lifecycle"], "closed");
+    let events = d.ok("sessions.events", json!({"session_id": id}))["events"].clone();
+    assert_eq!(events[0]["name"], "before-close");
+    // An exited session's surface is still there, and so is its screen.
+    wait_for("the child to exit", T, || {
+        (d.get(&exited)["lifecycle"] == "exited").then_some(())
+    });
+    let dump = d.ok_as(READER, "sessions.dump", json!({"session_id": exited}));
+    assert!(dump["text"].as_str().unwrap().contains("kept"), "{dump}");
+    // A restart builds a fresh screen.
+    d.ok(
+        "sessions.restart",
+        json!({"session_id": id, "last_command": true}),
+    );
+    wait_for("output after the restart", T, || {
+        let dump = d.ok_as(READER, "sessions.dump", json!({"session_id": id}));
+        dump["text"].as_str()?.contains("released").then_some(())
+    });
 }

@@ -126,8 +126,12 @@ impl Actor for ConnectionActor {
                 let _ = stream.write_all(&response.to_line()).await;
             }
             let _ = stream.shutdown().await;
-            Stats::add(&stats.connections, -1);
+            drop(stream);
             drop(permit);
+            crate::memory::churn(&stats, crate::memory::REQUEST_CHURN);
+            if stats.connections.fetch_sub(1, Ordering::Relaxed) == 1 {
+                crate::memory::idle(&stats);
+            }
         }
         myself.stop(None);
         Ok(())
@@ -539,6 +543,16 @@ async fn route(call: Call, caller: &str, ctx: &DaemonContext) -> Result<Value, E
         Call::ProfilesList => crate::profiles::list(ctx.profiles_path.as_ref()),
         Call::Read(p) => {
             let id = p.session_id.clone();
+            let resolved: Option<Resolved> = ask(
+                &ctx.registry,
+                |r| RegistryMsg::Resolve(id.clone(), r),
+                ACTOR_CALL_TIMEOUT,
+            )
+            .await?;
+            // A closed or archived session released its screen with its surface.
+            if resolved.is_some_and(|r| r.lifecycle.is_terminal()) {
+                return Err(ErrorBody::ended(&id, "its screen went with its surface"));
+            }
             let answer =
                 ask_session(ctx, &id, |r| SessionMsg::Read(p, r), ACTOR_CALL_TIMEOUT).await?;
             Ok(match answer {

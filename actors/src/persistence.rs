@@ -16,6 +16,7 @@
 //! Never persisted: the create-time `env` (it may hold secrets) and the token.
 //! See `docs/persistence.md`.
 
+use crate::audit_log::EncodedEntry;
 use crate::control_dir::ControlDir;
 use crate::stats::Stats;
 use maxx_protocol::audit::AuditEntry;
@@ -23,6 +24,7 @@ use maxx_protocol::error::{ErrorBody, ErrorCode};
 use maxx_protocol::session::{Lifecycle, SessionView};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -80,8 +82,15 @@ enum Op {
 pub enum PersistMsg {
     /// A record changed.
     Upsert(Box<SessionView>),
-    /// An audit entry was appended.
-    Audit(Box<AuditEntry>),
+    /// An audit entry was appended (encoded once, shared with the session's log).
+    Audit {
+        /// Its session.
+        session_id: String,
+        /// Its seq.
+        seq: u64,
+        /// The entry as JSON.
+        entry: EncodedEntry,
+    },
     /// Everything sent before this has been handled: run the closure with whether the
     /// journal is caught up (`Err(persistence_failed)` while writes fail). It answers the
     /// caller.
@@ -115,7 +124,9 @@ pub struct PersistState {
     /// Writes are off: the snapshot on disk could not be read (oversized or corrupt) and is
     /// preserved as it is.
     read_only: bool,
-    records: HashMap<String, Record>,
+    /// The durable copy of every record, encoded (what a fold writes, and what recovers a
+    /// failed session actor).
+    records: HashMap<String, Stored>,
     restored: Option<Vec<Record>>,
     journal: Option<File>,
     /// Length of the journal file up to its last complete line: a failed write is cut back
@@ -174,25 +185,197 @@ pub fn apply_retention(records: Vec<Record>, now: SystemTime) -> Vec<Record> {
     kept
 }
 
-/// Encode a snapshot that fits in `max` bytes, trimming the oldest audit entries of the
-/// busiest records until it does. `None` if even with no audit at all it does not fit.
-pub fn encode_fitting(mut records: Vec<Record>, max: usize) -> Option<Vec<u8>> {
-    loop {
-        let bytes = serde_json::to_vec(&Snapshot {
-            sessions: records.clone(),
-            version: REGISTRY_VERSION,
+/// A record as the persistence actor keeps it between snapshots: already JSON. A record then
+/// costs about its encoded size (a view ~1 KiB, an audit entry ~250 B) instead of a struct
+/// with a heap allocation per field (an audit entry ~750 B), and a fold concatenates
+/// instead of encoding. Parsed back only to restore or recover a session.
+struct Stored {
+    /// The `SessionView`.
+    view: Box<RawValue>,
+    /// For retention: the view's lifecycle and `max(updated_at, last_seen_at)`.
+    lifecycle: Lifecycle,
+    activity: SystemTime,
+    /// Audit entries, oldest first (shared with the session's own log).
+    audit: Vec<EncodedEntry>,
+    /// Seq of the newest entry (replayed duplicates are skipped).
+    last_seq: u64,
+}
+
+impl Stored {
+    fn new(view: &SessionView) -> Option<Stored> {
+        Some(Stored {
+            view: serde_json::value::to_raw_value(view).ok()?,
+            lifecycle: view.lifecycle,
+            activity: last_activity(view),
+            audit: Vec::new(),
+            last_seq: 0,
         })
-        .ok()?;
-        if bytes.len() <= max {
-            return Some(bytes);
+    }
+
+    fn from_record(r: &Record) -> Option<Stored> {
+        let mut stored = Stored::new(&r.session)?;
+        stored.audit = r
+            .audit
+            .iter()
+            .filter_map(crate::audit_log::encode)
+            .collect();
+        stored.last_seq = r.audit.last().map_or(0, |e| e.seq);
+        Some(stored)
+    }
+
+    fn to_record(&self) -> Option<Record> {
+        Some(Record {
+            session: serde_json::from_str(self.view.get()).ok()?,
+            audit: self
+                .audit
+                .iter()
+                .filter_map(|e| serde_json::from_str(e.get()).ok())
+                .collect(),
+        })
+    }
+
+    /// Bytes this record takes in a snapshot when its `skip` oldest entries are left out.
+    fn encoded_len(&self, skip: usize) -> usize {
+        let audit: usize = self.audit[skip..].iter().map(|e| e.get().len() + 1).sum();
+        r#"{"session":,"audit":[]},"#.len() + self.view.get().len() + audit
+    }
+}
+
+/// Apply the retention policy of [`apply_retention`] to the stored records; returns the
+/// ids of those kept, newest first.
+fn retain_stored(records: &mut HashMap<String, Stored>, now: SystemTime) -> Vec<String> {
+    records.retain(|_, r| {
+        let age = now.duration_since(r.activity).unwrap_or_default();
+        !(r.lifecycle.is_terminal() && age > RETENTION_AGE)
+    });
+    let mut order: Vec<(SystemTime, String)> = records
+        .iter()
+        .map(|(id, r)| (r.activity, id.clone()))
+        .collect();
+    order.sort_by_key(|(t, _)| std::cmp::Reverse(*t));
+    for (_, id) in order.drain(RETENTION_COUNT.min(order.len())..) {
+        records.remove(&id);
+    }
+    for r in records.values_mut() {
+        if r.audit.len() > AUDIT_ON_DISK {
+            r.audit.drain(..r.audit.len() - AUDIT_ON_DISK);
+            r.audit.shrink_to_fit();
         }
-        // Halve the audit log of the busiest record.
-        let busiest = records
-            .iter_mut()
-            .filter(|r| !r.audit.is_empty())
-            .max_by_key(|r| r.audit.len())?;
-        let drop = busiest.audit.len().div_ceil(2);
-        busiest.audit.drain(..drop);
+    }
+    order.into_iter().map(|(_, id)| id).collect()
+}
+
+/// Encode a snapshot of `order` that fits in `max` bytes, leaving out the oldest audit
+/// entries of the busiest records (halving the busiest each round) until it does. `None` if
+/// even with no audit at all it does not fit.
+fn encode_fitting(
+    records: &HashMap<String, Stored>,
+    order: &[String],
+    max: usize,
+) -> Option<Vec<u8>> {
+    const OPEN: &str = r#"{"sessions":["#;
+    let close = format!(r#"],"version":{REGISTRY_VERSION}}}"#);
+    let list: Vec<&Stored> = order.iter().filter_map(|id| records.get(id)).collect();
+    let mut skip = vec![0usize; list.len()];
+    let mut total = OPEN.len() + close.len() + list.iter().map(|r| r.encoded_len(0)).sum::<usize>();
+    while total > max {
+        let (i, left) = list
+            .iter()
+            .zip(&skip)
+            .map(|(r, s)| r.audit.len() - s)
+            .enumerate()
+            .filter(|(_, left)| *left > 0)
+            .max_by_key(|(_, left)| *left)?;
+        let drop = left.div_ceil(2);
+        let r = list[i];
+        total -= r.audit[skip[i]..skip[i] + drop]
+            .iter()
+            .map(|e| e.get().len() + 1)
+            .sum::<usize>();
+        skip[i] += drop;
+    }
+    let mut out = Vec::with_capacity(total);
+    out.extend_from_slice(OPEN.as_bytes());
+    for (n, (r, s)) in list.iter().zip(&skip).enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(br#"{"session":"#);
+        out.extend_from_slice(r.view.get().as_bytes());
+        out.extend_from_slice(br#","audit":["#);
+        for (k, e) in r.audit[*s..].iter().enumerate() {
+            if k > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(e.get().as_bytes());
+        }
+        out.extend_from_slice(b"]}");
+    }
+    out.extend_from_slice(close.as_bytes());
+    Some(out)
+}
+
+/// One journal line, encoded once: the line is written and its payload kept as stored.
+enum Encoded {
+    Session {
+        view: Box<RawValue>,
+        id: String,
+        lifecycle: Lifecycle,
+        activity: SystemTime,
+    },
+    Audit {
+        entry: EncodedEntry,
+        session_id: String,
+        seq: u64,
+    },
+}
+
+impl Encoded {
+    fn session(view: &SessionView) -> Option<Encoded> {
+        Some(Encoded::Session {
+            view: serde_json::value::to_raw_value(view).ok()?,
+            id: view.session_id.clone(),
+            lifecycle: view.lifecycle,
+            activity: last_activity(view),
+        })
+    }
+
+    /// The journal line (the same shape `Op` reads back).
+    fn line(&self) -> Vec<u8> {
+        let (head, raw): (&str, &RawValue) = match self {
+            Encoded::Session { view, .. } => (r#"{"op":"session","session":"#, view),
+            Encoded::Audit { entry, .. } => (r#"{"op":"audit","entry":"#, entry),
+        };
+        let mut line = Vec::with_capacity(head.len() + raw.get().len() + 2);
+        line.extend_from_slice(head.as_bytes());
+        line.extend_from_slice(raw.get().as_bytes());
+        line.extend_from_slice(b"}\n");
+        line
+    }
+}
+
+/// Apply an operation to records in their struct form (loading).
+fn apply_to(records: &mut HashMap<String, Record>, op: Op) {
+    match op {
+        Op::Session { session } => match records.get_mut(&session.session_id) {
+            Some(r) => r.session = *session,
+            None => {
+                records.insert(
+                    session.session_id.clone(),
+                    Record {
+                        session: *session,
+                        audit: Vec::new(),
+                    },
+                );
+            }
+        },
+        Op::Audit { entry } => {
+            if let Some(r) = records.get_mut(&entry.session_id) {
+                if r.audit.last().is_none_or(|last| last.seq < entry.seq) {
+                    r.audit.push(*entry);
+                }
+            }
+        }
     }
 }
 
@@ -251,27 +434,41 @@ impl PersistState {
         }
     }
 
-    fn apply(&mut self, op: Op) {
+    fn apply(&mut self, op: Encoded) {
         match op {
-            Op::Session { session } => {
-                let id = session.session_id.clone();
-                match self.records.get_mut(&id) {
-                    Some(r) => r.session = *session,
-                    None => {
-                        self.records.insert(
-                            id,
-                            Record {
-                                session: *session,
-                                audit: Vec::new(),
-                            },
-                        );
-                    }
+            Encoded::Session {
+                view,
+                id,
+                lifecycle,
+                activity,
+            } => match self.records.get_mut(&id) {
+                Some(r) => {
+                    r.view = view;
+                    r.lifecycle = lifecycle;
+                    r.activity = activity;
                 }
-            }
-            Op::Audit { entry } => {
-                if let Some(r) = self.records.get_mut(&entry.session_id) {
-                    if r.audit.last().is_none_or(|last| last.seq < entry.seq) {
-                        r.audit.push(*entry);
+                None => {
+                    self.records.insert(
+                        id,
+                        Stored {
+                            view,
+                            lifecycle,
+                            activity,
+                            audit: Vec::new(),
+                            last_seq: 0,
+                        },
+                    );
+                }
+            },
+            Encoded::Audit {
+                entry,
+                session_id,
+                seq,
+            } => {
+                if let Some(r) = self.records.get_mut(&session_id) {
+                    if r.last_seq < seq {
+                        r.last_seq = seq;
+                        r.audit.push(entry);
                         if r.audit.len() > AUDIT_ON_DISK * 2 {
                             r.audit.drain(..r.audit.len() - AUDIT_ON_DISK);
                         }
@@ -282,14 +479,15 @@ impl PersistState {
     }
 
     /// Load the snapshot and replay the journal. Never writes.
-    fn load(&mut self) {
+    fn load(&mut self) -> HashMap<String, Record> {
+        let mut records = HashMap::new();
         let snapshot_path = self.dir.path().join(REGISTRY_FILE);
         match read_bounded(&snapshot_path, REGISTRY_MAX_BYTES as u64) {
             Ok(None) => {}
             Ok(Some(bytes)) => match serde_json::from_slice::<Snapshot>(&bytes) {
                 Ok(s) if s.version == REGISTRY_VERSION => {
                     for r in s.sessions {
-                        self.records.insert(r.session.session_id.clone(), r);
+                        records.insert(r.session.session_id.clone(), r);
                     }
                 }
                 Ok(s) => {
@@ -307,7 +505,7 @@ impl PersistState {
             }
         }
         if self.read_only {
-            return;
+            return records;
         }
         let journal_path = self.dir.path().join(JOURNAL_FILE);
         match read_bounded(&journal_path, JOURNAL_MAX_BYTES) {
@@ -318,7 +516,7 @@ impl PersistState {
                     let Ok(line) = line else { break };
                     // A torn last line from a crash mid-write is skipped.
                     if let Ok(op) = serde_json::from_slice::<Op>(&line) {
-                        self.apply(op);
+                        apply_to(&mut records, op);
                         applied += 1;
                     }
                 }
@@ -328,6 +526,7 @@ impl PersistState {
                 tracing::error!(error = %e, "registry.journal cannot be replayed; ignoring it")
             }
         }
+        records
     }
 
     /// Write a new snapshot from the current records and truncate the journal. On failure
@@ -336,14 +535,8 @@ impl PersistState {
         if self.read_only {
             return Ok(());
         }
-        let now = SystemTime::now();
-        let records: Vec<Record> = self.records.values().cloned().collect();
-        let kept = apply_retention(records, now);
-        self.records = kept
-            .iter()
-            .map(|r| (r.session.session_id.clone(), r.clone()))
-            .collect();
-        let Some(bytes) = encode_fitting(kept, REGISTRY_MAX_BYTES) else {
+        let order = retain_stored(&mut self.records, SystemTime::now());
+        let Some(bytes) = encode_fitting(&self.records, &order, REGISTRY_MAX_BYTES) else {
             tracing::error!("the registry does not fit in 16 MiB even without audit history; keeping the last file");
             return Err(io::Error::other("the registry does not fit in 16 MiB"));
         };
@@ -489,14 +682,10 @@ impl PersistState {
         }
     }
 
-    fn append(&mut self, op: &Op) {
+    fn append(&mut self, line: Vec<u8>) {
         if self.read_only {
             return;
         }
-        let Ok(mut line) = serde_json::to_vec(op) else {
-            return;
-        };
-        line.push(b'\n');
         if self.behind() {
             // Keep the order: this line goes after what is already waiting.
             if self.backlog.len() + line.len() > BACKLOG_MAX_BYTES {
@@ -530,9 +719,9 @@ impl PersistState {
     /// Journal an operation, apply it, and fold when the journal is big. The order matters:
     /// a fold snapshots the records and truncates the journal, so the operation must be in
     /// the records before any fold can run.
-    fn record(&mut self, op: Op) {
-        self.append(&op);
-        self.apply(op);
+    fn record(&mut self, encoded: Encoded) {
+        self.append(encoded.line());
+        self.apply(encoded);
         if self.backlog_lost {
             // Only a snapshot catches up, and it must include this operation.
             self.catch_up();
@@ -558,16 +747,14 @@ impl Actor for PersistenceActor {
         // The daemon validated the control dir before starting us; nothing is read
         // before that, and nothing is written before this load ran.
         tokio::task::block_in_place(|| {
-            state.load();
-            let now = SystemTime::now();
-            let records: Vec<Record> = state.records.drain().map(|(_, r)| r).collect();
-            let restored: Vec<Record> = apply_retention(records, now)
+            let records: Vec<Record> = state.load().into_values().collect();
+            let restored: Vec<Record> = apply_retention(records, SystemTime::now())
                 .into_iter()
                 .map(detach)
                 .collect();
             state.records = restored
                 .iter()
-                .map(|r| (r.session.session_id.clone(), r.clone()))
+                .filter_map(|r| Some((r.session.session_id.clone(), Stored::from_record(r)?)))
                 .collect();
             state.restored = Some(restored);
             // A failed first fold (full disk) keeps registry.json and the journal as they
@@ -584,8 +771,20 @@ impl Actor for PersistenceActor {
         state: &mut PersistState,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            PersistMsg::Upsert(view) => state.record(Op::Session { session: view }),
-            PersistMsg::Audit(entry) => state.record(Op::Audit { entry }),
+            PersistMsg::Upsert(view) => {
+                if let Some(encoded) = Encoded::session(&view) {
+                    state.record(encoded);
+                }
+            }
+            PersistMsg::Audit {
+                session_id,
+                seq,
+                entry,
+            } => state.record(Encoded::Audit {
+                entry,
+                session_id,
+                seq,
+            }),
             PersistMsg::Ack(done) => done(state.not_durable()),
             PersistMsg::Writable(reply) => {
                 state.catch_up();
@@ -595,7 +794,7 @@ impl Actor for PersistenceActor {
                 let _ = reply.send(state.restored.take().unwrap_or_default());
             }
             PersistMsg::Get(id, reply) => {
-                let _ = reply.send(state.records.get(&id).cloned());
+                let _ = reply.send(state.records.get(&id).and_then(Stored::to_record));
             }
             PersistMsg::Flush(reply) => {
                 // A failed fold (logged) leaves registry.json and the journal as they were.
@@ -736,7 +935,21 @@ mod tests {
         let now = SystemTime::now();
         let busy = rec(view(1, Lifecycle::Running, now), 400, 1000);
         let quiet = rec(view(2, Lifecycle::Running, now), 10, 1000);
-        let bytes = encode_fitting(vec![busy, quiet], 200_000).unwrap();
+        let stored = |recs: Vec<Record>| -> (HashMap<String, Stored>, Vec<String>) {
+            let order = recs.iter().map(|r| r.session.session_id.clone()).collect();
+            let map = recs
+                .iter()
+                .map(|r| {
+                    (
+                        r.session.session_id.clone(),
+                        Stored::from_record(r).unwrap(),
+                    )
+                })
+                .collect();
+            (map, order)
+        };
+        let (map, order) = stored(vec![busy, quiet]);
+        let bytes = encode_fitting(&map, &order, 200_000).unwrap();
         assert!(bytes.len() <= 200_000);
         let s: Snapshot = serde_json::from_slice(&bytes).unwrap();
         let by_id: HashMap<_, _> = s
@@ -747,8 +960,24 @@ mod tests {
         assert_eq!(by_id["00000002"], 10, "the quiet record keeps its history");
         assert!(by_id["00000001"] < 400);
         // Cannot fit at all: None, so the caller keeps the last file.
-        let big = rec(view(3, Lifecycle::Running, now), 0, 0);
-        assert!(encode_fitting(vec![big], 100).is_none());
+        let (map, order) = stored(vec![rec(view(3, Lifecycle::Running, now), 0, 0)]);
+        assert!(encode_fitting(&map, &order, 100).is_none());
+        // With room, the encoding is exactly what serde writes for the same records.
+        let recs = vec![
+            rec(view(4, Lifecycle::Closed, now), 3, 5),
+            rec(view(5, Lifecycle::Running, now), 0, 0),
+        ];
+        let (map, order) = stored(recs.clone());
+        let ours = encode_fitting(&map, &order, usize::MAX).unwrap();
+        let theirs = serde_json::to_vec(&Snapshot {
+            sessions: recs,
+            version: REGISTRY_VERSION,
+        })
+        .unwrap();
+        assert_eq!(
+            String::from_utf8(ours).unwrap(),
+            String::from_utf8(theirs).unwrap()
+        );
     }
 
     #[test]
@@ -780,12 +1009,10 @@ mod tests {
         lines.extend_from_slice(br#"{"op":"audit","entry":{"seq":3"#);
         fs::write(tmp.join(JOURNAL_FILE), &lines).unwrap();
         let mut st = PersistState::new(dir, false, Arc::default());
-        st.load();
-        assert_eq!(st.records[&id].audit.len(), 2);
+        assert_eq!(st.load()[&id].audit.len(), 2);
         // An oversized snapshot is preserved and makes this run read-only.
         let huge = vec![b' '; REGISTRY_MAX_BYTES + 1];
         fs::write(tmp.join(REGISTRY_FILE), &huge).unwrap();
-        st.records.clear();
         st.load();
         assert!(st.read_only);
         st.fold().unwrap();
@@ -820,11 +1047,7 @@ mod fold_tests {
         });
         let view: SessionView = serde_json::from_value(json).unwrap();
         let rt = tokio::runtime::Builder::new_multi_thread().build().unwrap();
-        rt.block_on(async {
-            st.record(Op::Session {
-                session: Box::new(view),
-            })
-        });
+        rt.block_on(async { st.record(Encoded::session(&view).unwrap()) });
         let snap: Snapshot =
             serde_json::from_slice(&std::fs::read(tmp.join(REGISTRY_FILE)).unwrap()).unwrap();
         assert_eq!(snap.sessions.len(), 1);

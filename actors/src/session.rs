@@ -9,6 +9,7 @@
 //! its pidfd (`exited`, with code or signal), `closed` once a caller closes the surface.
 //! Nothing here looks at output to decide anything.
 
+use crate::audit_log::AuditLog;
 use crate::bus::BusMsg;
 use crate::control_dir::constant_time_eq;
 use crate::grid::{logical, Grid, RawRing, Row};
@@ -299,8 +300,8 @@ pub struct SessionState {
     last_exit: Option<Value>,
     /// Secret proof for `register-current`; exported to the child only.
     registration_token: String,
-    /// Append-only audit log (never trimmed in memory).
-    audit: Vec<AuditEntry>,
+    /// Append-only audit log (never trimmed in memory), kept encoded.
+    audit: AuditLog,
     /// Pending waits.
     waiters: Vec<Waiter>,
     /// Live `watch` subscriptions.
@@ -378,7 +379,7 @@ impl Actor for SessionActor {
                     policy_suppressed: false,
                     last_exit: None,
                     registration_token: String::new(),
-                    audit,
+                    audit: AuditLog::from_entries(&audit),
                     waiters: Vec::new(),
                     watchers: Vec::new(),
                     next_id: 0,
@@ -461,7 +462,7 @@ impl Actor for SessionActor {
             policy_suppressed: false,
             last_exit: None,
             registration_token: String::new(),
-            audit: Vec::new(),
+            audit: AuditLog::default(),
             waiters: Vec::new(),
             watchers: Vec::new(),
             next_id: 0,
@@ -584,13 +585,7 @@ impl Actor for SessionActor {
                 state.ack(reply, result);
             }
             SessionMsg::Events { since, reply } => {
-                let entries = state
-                    .audit
-                    .iter()
-                    .filter(|e| e.seq > since)
-                    .cloned()
-                    .collect();
-                let _ = reply.send(entries);
+                let _ = reply.send(state.audit.since(since));
             }
             SessionMsg::Watch { lines, reply } => {
                 state.next_id += 1;
@@ -698,8 +693,9 @@ impl Actor for SessionActor {
                     other => other,
                 };
                 if let WaitCondition::Text(pattern) = &condition {
-                    // Level-triggered: text already on the screen matches at once.
-                    if state.screen_matches(pattern, None) {
+                    // Level-triggered: text already on the screen matches at once. A closed
+                    // session has no screen (nor should a wait build one).
+                    if state.pty.is_some() && state.screen_matches(pattern, None) {
                         let _ = reply.send(WaitAnswer {
                             outcome: Outcome::Matched,
                             session: state.view.clone(),
@@ -865,12 +861,26 @@ impl SessionState {
         Ok(())
     }
 
+    /// The surface is gone for good (closed or archived): drop what only a surface needs —
+    /// the raw-output ring, the screen model, attachments — and spare audit capacity, so a
+    /// record kept for the daemon's life costs its record and audit log, not a terminal.
+    /// Screen reads of such a session answer `already_ended`; a restart starts afresh.
+    fn release_surface(&mut self) {
+        self.pty = None;
+        self.ring = RawRing::default();
+        self.grid = None;
+        self.screen = LightScreen::default();
+        self.attachers = Vec::new();
+        self.audit.shrink_to_fit();
+        crate::memory::churn(&self.spawn.stats, crate::memory::SURFACE_CHURN);
+    }
+
     /// `archive`: close the surface, keep the record; a second archive changes nothing.
     fn archive(&mut self, reason: Option<String>) {
         if self.view.lifecycle == Lifecycle::Archived {
             return;
         }
-        self.pty = None;
+        self.release_surface();
         self.view.pid = None;
         self.restart_generation += 1;
         self.view.next_restart_at = None;
@@ -1050,7 +1060,7 @@ impl SessionState {
     }
 
     fn last_seq(&self) -> u64 {
-        self.audit.last().map_or(0, |e| e.seq)
+        self.audit.last_seq()
     }
 
     /// Send a line to every watcher; a watcher that is gone or too far behind is dropped
@@ -1105,11 +1115,14 @@ impl SessionState {
             surface_id: self.view.surface_id.clone(),
             pid: self.pty.as_ref().and_then(Pty::foreground_pgrp),
         };
-        self.audit.push(entry.clone());
-        self.journaled = true;
-        let _ = self
-            .persist
-            .cast(PersistMsg::Audit(Box::new(entry.clone())));
+        if let Some(encoded) = self.audit.push(&entry) {
+            self.journaled = true;
+            let _ = self.persist.cast(PersistMsg::Audit {
+                session_id: entry.session_id.clone(),
+                seq: entry.seq,
+                entry: encoded,
+            });
+        }
         self.broadcast(WatchLine::Event(Box::new(entry.clone())));
         let source_kind = if kind == AuditKind::Lifecycle {
             SourceKind::Maxx
@@ -1202,11 +1215,8 @@ impl SessionState {
             WaitCondition::Text(_) => ended(),
             WaitCondition::Event { name, since } => {
                 let since = since.unwrap_or(0);
-                let hit = self.audit.iter().find(|e| {
-                    e.seq > since && e.kind == AuditKind::Event && e.name.as_deref() == Some(name)
-                });
-                match hit {
-                    Some(e) => Some((Outcome::Matched, Some(e.clone()))),
+                match self.audit.find_event(since, name) {
+                    Some(e) => Some((Outcome::Matched, Some(e))),
                     None => ended(),
                 }
             }
@@ -1570,7 +1580,7 @@ impl SessionState {
                     self.view.next_restart_at = None;
                     // Dropping the PTY hangs up the terminal, signals the child's group and
                     // reaps it (killing it after a grace period if it ignores the hangup).
-                    self.pty = None;
+                    self.release_surface();
                     self.view.lifecycle = Lifecycle::Closed;
                     self.view.pid = None;
                     self.mechanical("closed", None);
