@@ -221,19 +221,39 @@ fn mixed_load(clients: usize, per_client: usize, create_every: usize) {
         "only the asking connection is left"
     );
     assert_eq!(d.stat("streams"), 0);
-    // Closing every session returns memory to near where it started (generous bound: the
-    // allocator keeps some).
+    // Closing every session returns memory to near where it started: what remains is what
+    // closed records legitimately keep for the daemon's life (docs/reliability.md, "memory
+    // after load"). Measured per closed record with this load (~20 audit entries each):
+    // ~24 KiB of live heap — its view (session actor, registry, durable copy: ~3.3 KiB),
+    // its audit log (encoded once, shared with the durable copy: ~5 KiB) and its idle
+    // session actor (ractor mailboxes and task: ~11 KiB) — and ~37 KiB of RSS once allocator
+    // fragmentation is counted. Fixed: the bus ring (10,000 events, ~3.4 MiB) and runtime
+    // tables. Freed memory goes back to the system when the daemon goes idle (memory.rs),
+    // asynchronously: poll with a deadline.
+    const PER_RECORD_KIB: u64 = 40;
+    const FIXED_KIB: u64 = 8 * 1024;
     for s in d.ok("sessions.list", json!({}))["sessions"]
         .as_array()
         .unwrap()
     {
         d.ok("sessions.cancel", json!({"session_id": s["session_id"]}));
     }
-    let rss_after = rss(d.pid());
-    eprintln!("after closing every session (records kept): RSS {rss_after} KiB");
-    // Closed records (view, audit log, durable copy) stay in memory until retention drops
-    // them; what must not happen is growth beyond that per record.
-    let bound = rss_before + 64 * 1024 + sessions as u64 * 128;
+    let bound = rss_before + FIXED_KIB + sessions as u64 * PER_RECORD_KIB;
+    let deadline = Instant::now() + T;
+    let rss_after = loop {
+        let now = rss(d.pid());
+        if now < bound || Instant::now() > deadline {
+            break now;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    eprintln!(
+        "after closing every session (records kept): RSS {rss_after} KiB, peak {} KiB, \
+         {:.1} KiB per closed record, {} trims",
+        hwm(d.pid()),
+        rss_after.saturating_sub(rss_before) as f64 / sessions as f64,
+        d.stat("memory_trims"),
+    );
     assert!(
         rss_after < bound,
         "RSS grew from {rss_before} KiB to {rss_after} KiB (bound {bound} KiB)"
@@ -242,10 +262,19 @@ fn mixed_load(clients: usize, per_client: usize, create_every: usize) {
 
 /// Resident set size of a process, in KiB.
 fn rss(pid: u32) -> u64 {
+    proc_status_kib(pid, "VmRSS:")
+}
+
+/// Peak resident set size of a process, in KiB.
+fn hwm(pid: u32) -> u64 {
+    proc_status_kib(pid, "VmHWM:")
+}
+
+fn proc_status_kib(pid: u32, field: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .unwrap()
         .lines()
-        .find(|l| l.starts_with("VmRSS:"))
+        .find(|l| l.starts_with(field))
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|n| n.parse().ok())
         .unwrap()
@@ -540,7 +569,7 @@ fn deleting_the_control_dir_stops_the_daemon_and_its_sessions() {
 }
 
 #[test]
-fn a_failing_journal_write_keeps_serving_from_memory() {
+fn a_failing_journal_write_is_never_acknowledged_and_the_daemon_keeps_serving() {
     use std::os::unix::fs::PermissionsExt;
     let mut d = Daemon::start();
     let id = sid(&d.create(json!({"command": "sleep 60"})));
@@ -548,20 +577,42 @@ fn a_failing_journal_write_keeps_serving_from_memory() {
         "sessions.set-metadata",
         json!({"session_id": id, "key": "a", "value": 1}),
     );
-    // Make the journal unwritable (a stand-in for a full disk: every write fails).
+    // Make the journal unwritable: every write fails (EISDIR), as on a broken disk. See
+    // a_full_disk_... for a real ENOSPC.
     let journal = d.control.join("registry.journal");
     std::fs::remove_file(&journal).unwrap();
     std::fs::create_dir(&journal).unwrap();
     std::fs::set_permissions(&journal, std::fs::Permissions::from_mode(0o000)).unwrap();
-    // Still serving, still correct in memory.
-    d.ok(
+    // The daemon notices the journal it holds open was removed and writes a snapshot
+    // instead (so that change is acknowledged); the next write must open the path and fails.
+    // No failing write is acknowledged, and from then on mutations are refused.
+    let failed = (0..10)
+        .find(|i| {
+            let r = d.call(
+                "sessions.set-metadata",
+                json!({"session_id": id, "key": format!("k{i}"), "value": 2}),
+            );
+            r["ok"] != true && r["error"]["code"] == "persistence_failed"
+        })
+        .expect("a failing write is answered persistence_failed");
+    assert!(failed <= 1, "{failed}");
+    d.err(
         "sessions.set-metadata",
-        json!({"session_id": id, "key": "b", "value": 2}),
+        json!({"session_id": id, "key": "refused", "value": 2}),
+        "persistence_failed",
     );
-    assert_eq!(d.get(&id)["metadata"], json!({"a": 1, "b": 2}));
+    assert!(d.get(&id)["metadata"].get("refused").is_none());
+    // Still serving reads.
+    assert_eq!(d.get(&id)["lifecycle"], "running");
     assert!(d.alive());
+    // Writable again: the next mutation goes through.
     std::fs::set_permissions(&journal, std::fs::Permissions::from_mode(0o700)).unwrap();
     std::fs::remove_dir(&journal).unwrap();
+    d.ok(
+        "sessions.set-metadata",
+        json!({"session_id": id, "key": "d", "value": 3}),
+    );
+    assert_eq!(d.stat("journal_behind"), 0);
     let _ = &mut d;
 }
 
@@ -603,4 +654,221 @@ fn input_to_a_program_that_never_reads_is_bounded() {
     for _ in 1..8 {
         rx.recv_timeout(T).unwrap();
     }
+}
+
+/// A tmpfs mounted for one test; unmounted (lazily, so an open fd cannot block it) on drop,
+/// also when the test fails.
+struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    /// Mount a tmpfs of `size` (mount(8) syntax) with mode 0700 at `at`, or say why not.
+    fn mount(at: &std::path::Path, size: &str) -> Result<Tmpfs, String> {
+        use std::ffi::CString;
+        use std::os::unix::ffi::OsStrExt;
+        let target = CString::new(at.as_os_str().as_bytes()).unwrap();
+        let opts = CString::new(format!("size={size},mode=0700")).unwrap();
+        // SAFETY: mount(2) with valid NUL-terminated strings.
+        let rc = unsafe {
+            libc::mount(
+                c"tmpfs".as_ptr(),
+                target.as_ptr(),
+                c"tmpfs".as_ptr(),
+                0,
+                opts.as_ptr() as *const libc::c_void,
+            )
+        };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error().to_string());
+        }
+        Ok(Tmpfs(at.to_path_buf()))
+    }
+
+    /// Fill the filesystem with `filler`, writing until it refuses (ENOSPC).
+    fn fill(&self) -> std::path::PathBuf {
+        let path = self.0.join("filler");
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .unwrap();
+        let page = [0u8; 4096];
+        loop {
+            if let Err(e) = f.write_all(&page) {
+                assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{e}");
+                return path;
+            }
+        }
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        use std::os::unix::ffi::OsStrExt;
+        let target = std::ffi::CString::new(self.0.as_os_str().as_bytes()).unwrap();
+        // SAFETY: umount2(2) on the path we mounted.
+        unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) };
+    }
+}
+
+/// Issue 7: a real full disk, not an injected failure. The control dir is a 1 MiB tmpfs;
+/// filling it makes journal writes fail with ENOSPC.
+#[test]
+fn a_full_disk_refuses_mutations_loses_nothing_acknowledged_and_recovers() {
+    let base = tempfile::Builder::new()
+        .prefix("maxx-full")
+        .tempdir()
+        .unwrap();
+    let ctl = base.path().join("ctl");
+    std::fs::create_dir(&ctl).unwrap();
+    let fs = match Tmpfs::mount(&ctl, "1m") {
+        Ok(fs) => fs,
+        Err(why) => {
+            eprintln!("skipped: needs root (CAP_SYS_ADMIN) to mount a tmpfs: {why}");
+            return;
+        }
+    };
+    let mut d = Daemon::start_at(ctl.clone());
+    let id = sid(&d.create(json!({"command": "sleep 600"})));
+    let set = |d: &Daemon, n: u64| {
+        d.call(
+            "sessions.set-metadata",
+            json!({"session_id": id, "key": "n", "value": n}),
+        )
+    };
+    assert_eq!(set(&d, 0)["ok"], true);
+    let mut acked = vec![0u64];
+
+    // Disk full. The journal's last page may still have room for a few lines: mutate until
+    // one fails, which must be the typed error, never a silent `ok`.
+    let filler = fs.fill();
+    let failed = (1..=10_000u64)
+        .find(|&n| {
+            let r = set(&d, n);
+            if r["ok"] == true {
+                acked.push(n);
+                return false;
+            }
+            assert_eq!(r["error"]["code"], "persistence_failed", "{r}");
+            true
+        })
+        .expect("a journal write failed on a full disk");
+    eprintln!(
+        "full disk: {} mutations acknowledged after filling, #{failed} refused",
+        acked.len() - 1
+    );
+    assert_eq!(d.stat("journal_behind"), 1);
+    assert!(d.stat("journal_write_errors") >= 1);
+    // While it is full: mutations are refused before they change anything...
+    let r = d.call(
+        "sessions.set-metadata",
+        json!({"session_id": id, "key": "refused", "value": 1}),
+    );
+    assert_eq!(r["error"]["code"], "persistence_failed", "{r}");
+    assert!(d.get(&id)["metadata"].get("refused").is_none());
+    let r = d.call("sessions.create", json!({"command": "sleep 600"}));
+    assert_eq!(r["error"]["code"], "persistence_failed", "{r}");
+    assert_eq!(d.count(), 1, "a refused create starts nothing");
+    // ...and everything else keeps being served.
+    assert_eq!(d.get(&id)["lifecycle"], "running");
+    d.ok("sessions.events", json!({"session_id": id}));
+    d.ok(
+        "sessions.wait",
+        json!({"session_id": id, "lifecycle": "exited", "timeout": 0.01}),
+    );
+    assert!(d.alive());
+    // A failed write never leaves a torn line in the journal: every line parses.
+    let journal = std::fs::read_to_string(ctl.join("registry.journal")).unwrap();
+    for line in journal.lines().filter(|l| !l.is_empty()) {
+        serde_json::from_str::<Value>(line).unwrap_or_else(|e| panic!("torn line {line:?}: {e}"));
+    }
+
+    // Space again: the next mutation goes through (after the held-back lines are written).
+    std::fs::remove_file(&filler).unwrap();
+    assert_eq!(set(&d, failed + 1)["ok"], true);
+    acked.push(failed + 1);
+    assert_eq!(d.stat("journal_behind"), 0);
+
+    // Full again at shutdown: the final snapshot cannot be written. registry.json must stay
+    // whole (temp file + rename), and no temp file may be left behind.
+    let filler = fs.fill();
+    d.stop_with(libc::SIGTERM);
+    let snapshot = std::fs::read(ctl.join("registry.json")).unwrap();
+    serde_json::from_slice::<Value>(&snapshot).expect("registry.json is whole");
+    let leftovers: Vec<_> = std::fs::read_dir(&ctl)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+
+    // Restart with room: nothing acknowledged is lost.
+    std::fs::remove_file(&filler).unwrap();
+    d.restart();
+    let v = d.get(&id);
+    assert_eq!(v["restored"], true);
+    assert_eq!(v["metadata"]["n"], failed + 1, "{v}");
+    let events = d.ok("sessions.events", json!({"session_id": id}))["events"].clone();
+    let logged: Vec<u64> = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "n")
+        .filter_map(|e| e["payload"].as_u64())
+        .collect();
+    for n in &acked {
+        assert!(logged.contains(n), "acknowledged n={n} lost: {logged:?}");
+    }
+    // And the snapshot written at this start is valid.
+    serde_json::from_slice::<Value>(&std::fs::read(ctl.join("registry.json")).unwrap())
+        .expect("registry.json parses");
+    drop(d);
+    drop(fs);
+}
+
+/// Issue 7: a closed session keeps its record, not its terminal. Its screen is released with
+/// its surface, so reads say so instead of showing an empty screen; an exited one keeps it.
+#[test]
+fn a_closed_session_releases_its_screen_and_keeps_its_record() {
+    let d = Daemon::start();
+    let id = sid(&d.create(json!({"command": "echo released; exec sleep 60"})));
+    let exited = sid(&d.create(json!({"command": "echo kept"})));
+    wait_for("output", T, || {
+        let dump = d.ok_as(READER, "sessions.dump", json!({"session_id": id}));
+        dump["text"].as_str()?.contains("released").then_some(())
+    });
+    d.ok(
+        "sessions.emit-event",
+        json!({"session_id": id, "event": "before-close"}),
+    );
+    d.ok("sessions.cancel", json!({"session_id": id}));
+    for method in ["sessions.snapshot", "sessions.dump", "sessions.inspect"] {
+        let r = d.call_as(READER, method, json!({"session_id": id}));
+        assert_eq!(r["error"]["code"], "already_ended", "{method}: {r}");
+    }
+    let r = d.ok_as(
+        READER,
+        "sessions.wait",
+        json!({"session_id": id, "until": "released", "timeout": 5}),
+    );
+    assert_eq!(r["outcome"], "ended", "{r}");
+    // The record and its audit log stay.
+    assert_eq!(d.get(&id)["lifecycle"], "closed");
+    let events = d.ok("sessions.events", json!({"session_id": id}))["events"].clone();
+    assert_eq!(events[0]["name"], "before-close");
+    // An exited session's surface is still there, and so is its screen.
+    wait_for("the child to exit", T, || {
+        (d.get(&exited)["lifecycle"] == "exited").then_some(())
+    });
+    let dump = d.ok_as(READER, "sessions.dump", json!({"session_id": exited}));
+    assert!(dump["text"].as_str().unwrap().contains("kept"), "{dump}");
+    // A restart builds a fresh screen.
+    d.ok(
+        "sessions.restart",
+        json!({"session_id": id, "last_command": true}),
+    );
+    wait_for("output after the restart", T, || {
+        let dump = d.ok_as(READER, "sessions.dump", json!({"session_id": id}));
+        dump["text"].as_str()?.contains("released").then_some(())
+    });
 }

@@ -30,6 +30,7 @@ use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, Message, RpcReplyPo
 use serde_json::{json, Value};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::PathBuf;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::unix::AsyncFd;
@@ -125,8 +126,12 @@ impl Actor for ConnectionActor {
                 let _ = stream.write_all(&response.to_line()).await;
             }
             let _ = stream.shutdown().await;
-            Stats::add(&stats.connections, -1);
+            drop(stream);
             drop(permit);
+            crate::memory::churn(&stats, crate::memory::REQUEST_CHURN);
+            if stats.connections.fetch_sub(1, Ordering::Relaxed) == 1 {
+                crate::memory::idle(&stats);
+            }
         }
         myself.stop(None);
         Ok(())
@@ -359,7 +364,48 @@ async fn session_actor(
     }
 }
 
+/// Whether a call may change a session record (and so writes the journal). Reads, waits,
+/// input and interrupts do not.
+fn changes_records(call: &Call) -> bool {
+    match call {
+        Call::Create(_)
+        | Call::Update(_)
+        | Call::Cancel(_)
+        | Call::Declare(_)
+        | Call::SetGroup { .. }
+        | Call::SetParent { .. }
+        | Call::Archive { .. }
+        | Call::Restart { .. }
+        | Call::SetRestartPolicy { .. }
+        | Call::Resize { .. } => true,
+        Call::Action(p) => matches!(
+            p.action,
+            ActionKind::Focus | ActionKind::Cancel | ActionKind::Close
+        ),
+        _ => false,
+    }
+}
+
+/// While the journal cannot be written, a request that would change a record is refused
+/// before it changes anything: an answer of `ok` always means "on disk". Each refused
+/// request first lets the persistence actor retry, so the first one after space is freed
+/// goes through.
+async fn journal_writable(ctx: &DaemonContext) -> Result<(), ErrorBody> {
+    if ctx.spawn.stats.journal_behind.load(Ordering::Relaxed) == 0 {
+        return Ok(());
+    }
+    ask(&ctx.persist, PersistMsg::Writable, ACTOR_CALL_TIMEOUT)
+        .await?
+        .map_err(|mut e| {
+            e.message = format!("refused, nothing was changed: {}", e.message);
+            e
+        })
+}
+
 async fn route(call: Call, caller: &str, ctx: &DaemonContext) -> Result<Value, ErrorBody> {
+    if changes_records(&call) {
+        journal_writable(ctx).await?;
+    }
     match call {
         Call::Create(params) => create(*params, caller, ctx).await.map(session_result),
         Call::Get(r) => {
@@ -452,7 +498,7 @@ async fn route(call: Call, caller: &str, ctx: &DaemonContext) -> Result<Value, E
             |r| SessionMsg::SetGroup(group, r),
             ACTOR_CALL_TIMEOUT,
         )
-        .await
+        .await?
         .map(session_result),
         Call::SetParent { session_id, parent } => {
             let actor = session_actor(ctx, &session_id).await?;
@@ -471,7 +517,7 @@ async fn route(call: Call, caller: &str, ctx: &DaemonContext) -> Result<Value, E
                 |r| SessionMsg::SetParent(parent, r),
                 ACTOR_CALL_TIMEOUT,
             )
-            .await
+            .await?
             .map(session_result)
         }
         Call::StreamWait(p) => stream_wait(p, ctx).await,
@@ -481,7 +527,7 @@ async fn route(call: Call, caller: &str, ctx: &DaemonContext) -> Result<Value, E
             |r| SessionMsg::Archive(reason, r),
             ACTOR_CALL_TIMEOUT,
         )
-        .await
+        .await?
         .map(session_result),
         Call::Restart {
             session_id,
@@ -497,6 +543,16 @@ async fn route(call: Call, caller: &str, ctx: &DaemonContext) -> Result<Value, E
         Call::ProfilesList => crate::profiles::list(ctx.profiles_path.as_ref()),
         Call::Read(p) => {
             let id = p.session_id.clone();
+            let resolved: Option<Resolved> = ask(
+                &ctx.registry,
+                |r| RegistryMsg::Resolve(id.clone(), r),
+                ACTOR_CALL_TIMEOUT,
+            )
+            .await?;
+            // A closed or archived session released its screen with its surface.
+            if resolved.is_some_and(|r| r.lifecycle.is_terminal()) {
+                return Err(ErrorBody::ended(&id, "its screen went with its surface"));
+            }
             let answer =
                 ask_session(ctx, &id, |r| SessionMsg::Read(p, r), ACTOR_CALL_TIMEOUT).await?;
             Ok(match answer {
@@ -1086,5 +1142,18 @@ async fn create(
     )
     .await
     .map_err(|e| ErrorBody::internal(format!("could not start the session: {e}")))?;
-    ask(&actor, SessionMsg::View, ACTOR_CALL_TIMEOUT).await
+    let created = ask(&actor, SessionMsg::View, ACTOR_CALL_TIMEOUT).await?;
+    if let Err(e) = &created {
+        if e.code == ErrorCode::PersistenceFailed {
+            // The caller never learns this session's id: do not leave its program running.
+            let close = ActionParams {
+                session_id,
+                action: ActionKind::Close,
+                input: None,
+                signal: None,
+            };
+            let _ = ask(&actor, |r| SessionMsg::Action(close, r), ACTOR_CALL_TIMEOUT).await;
+        }
+    }
+    created
 }

@@ -134,6 +134,9 @@ impl ControlDir {
         let tmp = self
             .path
             .join(format!(".{name}.tmp.{}", std::process::id()));
+        // A temp file left by a crashed daemon that had our pid would make create_new fail
+        // forever.
+        let _ = fs::remove_file(&tmp);
         let result = (|| {
             let mut f = fs::OpenOptions::new()
                 .write(true)

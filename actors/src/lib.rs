@@ -28,14 +28,18 @@
 //! record change to the registry and the journal before they answer, so reads see the
 //! caller's own writes and an acknowledged change survives a crash.
 //!
-//! Entry point: [`daemon::run`]. Control dir checks: [`control_dir`].
+//! Entry point: [`daemon::run`]. Control dir checks: [`control_dir`]. A session's audit log,
+//! kept encoded and shared with the durable copy: [`audit_log`]. Handing freed memory back
+//! after a burst: [`memory`].
 
+pub mod audit_log;
 pub mod bus;
 pub mod connection;
 pub mod control_dir;
 pub mod daemon;
 pub mod grid;
 pub mod listener;
+pub mod memory;
 pub mod persistence;
 pub mod policy;
 pub mod profiles;

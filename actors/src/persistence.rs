@@ -16,16 +16,21 @@
 //! Never persisted: the create-time `env` (it may hold secrets) and the token.
 //! See `docs/persistence.md`.
 
+use crate::audit_log::EncodedEntry;
 use crate::control_dir::ControlDir;
+use crate::stats::Stats;
 use maxx_protocol::audit::AuditEntry;
+use maxx_protocol::error::{ErrorBody, ErrorCode};
 use maxx_protocol::session::{Lifecycle, SessionView};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 /// Snapshot file name.
@@ -46,6 +51,9 @@ pub const RETENTION_AGE: Duration = Duration::from_secs(14 * 24 * 3600);
 pub const RETENTION_COUNT: usize = 500;
 /// At most this many audit entries per record on disk (newest kept).
 pub const AUDIT_ON_DISK: usize = 1000;
+/// Journal lines kept in memory while the journal cannot be written (disk full). Past this,
+/// they are dropped and the next successful write is a whole snapshot instead.
+pub const BACKLOG_MAX_BYTES: usize = 4 * 1024 * 1024;
 
 /// One persisted session: its record and its audit log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -74,10 +82,22 @@ enum Op {
 pub enum PersistMsg {
     /// A record changed.
     Upsert(Box<SessionView>),
-    /// An audit entry was appended.
-    Audit(Box<AuditEntry>),
-    /// Everything sent before this is written: run the closure (it answers the caller).
-    Ack(Box<dyn FnOnce() + Send>),
+    /// An audit entry was appended (encoded once, shared with the session's log).
+    Audit {
+        /// Its session.
+        session_id: String,
+        /// Its seq.
+        seq: u64,
+        /// The entry as JSON.
+        entry: EncodedEntry,
+    },
+    /// Everything sent before this has been handled: run the closure with whether the
+    /// journal is caught up (`Err(persistence_failed)` while writes fail). It answers the
+    /// caller.
+    Ack(Box<dyn FnOnce(Result<(), ErrorBody>) + Send>),
+    /// Try to catch up now if writes were failing; answer whether the journal is writable.
+    /// Asked before a mutation while `daemon.stats` `journal_behind` is set.
+    Writable(RpcReplyPort<Result<(), ErrorBody>>),
     /// Hand over the records restored at start (once).
     TakeRestored(RpcReplyPort<Vec<Record>>),
     /// The durable copy of one record (to recover a failed session actor).
@@ -92,6 +112,9 @@ pub struct PersistArgs {
     pub dir: ControlDir,
     /// fdatasync the journal after every write (power-loss durability, slower).
     pub fsync: bool,
+    /// `journal_behind` / `journal_write_errors` live here, for operators and the
+    /// connection's pre-mutation check.
+    pub stats: Arc<Stats>,
 }
 
 /// State.
@@ -101,10 +124,25 @@ pub struct PersistState {
     /// Writes are off: the snapshot on disk could not be read (oversized or corrupt) and is
     /// preserved as it is.
     read_only: bool,
-    records: HashMap<String, Record>,
+    /// The durable copy of every record, encoded (what a fold writes, and what recovers a
+    /// failed session actor).
+    records: HashMap<String, Stored>,
     restored: Option<Vec<Record>>,
     journal: Option<File>,
+    /// Length of the journal file up to its last complete line: a failed write is cut back
+    /// to here, so a torn line never sits in front of later ones.
     journal_bytes: u64,
+    /// The last failed write left bytes that could not be cut off: start the next write on
+    /// a fresh line so only the torn one is lost on replay.
+    torn: bool,
+    /// Journal lines not yet on disk, in order (the disk was full or failing). Every
+    /// operation is applied to `records` regardless, so a snapshot also covers them.
+    backlog: Vec<u8>,
+    /// The backlog outgrew [`BACKLOG_MAX_BYTES`] and was dropped: only a snapshot catches up.
+    backlog_lost: bool,
+    /// Why the journal is behind, while it is.
+    failure: Option<String>,
+    stats: Arc<Stats>,
 }
 
 /// The actor.
@@ -147,25 +185,197 @@ pub fn apply_retention(records: Vec<Record>, now: SystemTime) -> Vec<Record> {
     kept
 }
 
-/// Encode a snapshot that fits in `max` bytes, trimming the oldest audit entries of the
-/// busiest records until it does. `None` if even with no audit at all it does not fit.
-pub fn encode_fitting(mut records: Vec<Record>, max: usize) -> Option<Vec<u8>> {
-    loop {
-        let bytes = serde_json::to_vec(&Snapshot {
-            sessions: records.clone(),
-            version: REGISTRY_VERSION,
+/// A record as the persistence actor keeps it between snapshots: already JSON. A record then
+/// costs about its encoded size (a view ~1 KiB, an audit entry ~250 B) instead of a struct
+/// with a heap allocation per field (an audit entry ~750 B), and a fold concatenates
+/// instead of encoding. Parsed back only to restore or recover a session.
+struct Stored {
+    /// The `SessionView`.
+    view: Box<RawValue>,
+    /// For retention: the view's lifecycle and `max(updated_at, last_seen_at)`.
+    lifecycle: Lifecycle,
+    activity: SystemTime,
+    /// Audit entries, oldest first (shared with the session's own log).
+    audit: Vec<EncodedEntry>,
+    /// Seq of the newest entry (replayed duplicates are skipped).
+    last_seq: u64,
+}
+
+impl Stored {
+    fn new(view: &SessionView) -> Option<Stored> {
+        Some(Stored {
+            view: serde_json::value::to_raw_value(view).ok()?,
+            lifecycle: view.lifecycle,
+            activity: last_activity(view),
+            audit: Vec::new(),
+            last_seq: 0,
         })
-        .ok()?;
-        if bytes.len() <= max {
-            return Some(bytes);
+    }
+
+    fn from_record(r: &Record) -> Option<Stored> {
+        let mut stored = Stored::new(&r.session)?;
+        stored.audit = r
+            .audit
+            .iter()
+            .filter_map(crate::audit_log::encode)
+            .collect();
+        stored.last_seq = r.audit.last().map_or(0, |e| e.seq);
+        Some(stored)
+    }
+
+    fn to_record(&self) -> Option<Record> {
+        Some(Record {
+            session: serde_json::from_str(self.view.get()).ok()?,
+            audit: self
+                .audit
+                .iter()
+                .filter_map(|e| serde_json::from_str(e.get()).ok())
+                .collect(),
+        })
+    }
+
+    /// Bytes this record takes in a snapshot when its `skip` oldest entries are left out.
+    fn encoded_len(&self, skip: usize) -> usize {
+        let audit: usize = self.audit[skip..].iter().map(|e| e.get().len() + 1).sum();
+        r#"{"session":,"audit":[]},"#.len() + self.view.get().len() + audit
+    }
+}
+
+/// Apply the retention policy of [`apply_retention`] to the stored records; returns the
+/// ids of those kept, newest first.
+fn retain_stored(records: &mut HashMap<String, Stored>, now: SystemTime) -> Vec<String> {
+    records.retain(|_, r| {
+        let age = now.duration_since(r.activity).unwrap_or_default();
+        !(r.lifecycle.is_terminal() && age > RETENTION_AGE)
+    });
+    let mut order: Vec<(SystemTime, String)> = records
+        .iter()
+        .map(|(id, r)| (r.activity, id.clone()))
+        .collect();
+    order.sort_by_key(|(t, _)| std::cmp::Reverse(*t));
+    for (_, id) in order.drain(RETENTION_COUNT.min(order.len())..) {
+        records.remove(&id);
+    }
+    for r in records.values_mut() {
+        if r.audit.len() > AUDIT_ON_DISK {
+            r.audit.drain(..r.audit.len() - AUDIT_ON_DISK);
+            r.audit.shrink_to_fit();
         }
-        // Halve the audit log of the busiest record.
-        let busiest = records
-            .iter_mut()
-            .filter(|r| !r.audit.is_empty())
-            .max_by_key(|r| r.audit.len())?;
-        let drop = busiest.audit.len().div_ceil(2);
-        busiest.audit.drain(..drop);
+    }
+    order.into_iter().map(|(_, id)| id).collect()
+}
+
+/// Encode a snapshot of `order` that fits in `max` bytes, leaving out the oldest audit
+/// entries of the busiest records (halving the busiest each round) until it does. `None` if
+/// even with no audit at all it does not fit.
+fn encode_fitting(
+    records: &HashMap<String, Stored>,
+    order: &[String],
+    max: usize,
+) -> Option<Vec<u8>> {
+    const OPEN: &str = r#"{"sessions":["#;
+    let close = format!(r#"],"version":{REGISTRY_VERSION}}}"#);
+    let list: Vec<&Stored> = order.iter().filter_map(|id| records.get(id)).collect();
+    let mut skip = vec![0usize; list.len()];
+    let mut total = OPEN.len() + close.len() + list.iter().map(|r| r.encoded_len(0)).sum::<usize>();
+    while total > max {
+        let (i, left) = list
+            .iter()
+            .zip(&skip)
+            .map(|(r, s)| r.audit.len() - s)
+            .enumerate()
+            .filter(|(_, left)| *left > 0)
+            .max_by_key(|(_, left)| *left)?;
+        let drop = left.div_ceil(2);
+        let r = list[i];
+        total -= r.audit[skip[i]..skip[i] + drop]
+            .iter()
+            .map(|e| e.get().len() + 1)
+            .sum::<usize>();
+        skip[i] += drop;
+    }
+    let mut out = Vec::with_capacity(total);
+    out.extend_from_slice(OPEN.as_bytes());
+    for (n, (r, s)) in list.iter().zip(&skip).enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(br#"{"session":"#);
+        out.extend_from_slice(r.view.get().as_bytes());
+        out.extend_from_slice(br#","audit":["#);
+        for (k, e) in r.audit[*s..].iter().enumerate() {
+            if k > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(e.get().as_bytes());
+        }
+        out.extend_from_slice(b"]}");
+    }
+    out.extend_from_slice(close.as_bytes());
+    Some(out)
+}
+
+/// One journal line, encoded once: the line is written and its payload kept as stored.
+enum Encoded {
+    Session {
+        view: Box<RawValue>,
+        id: String,
+        lifecycle: Lifecycle,
+        activity: SystemTime,
+    },
+    Audit {
+        entry: EncodedEntry,
+        session_id: String,
+        seq: u64,
+    },
+}
+
+impl Encoded {
+    fn session(view: &SessionView) -> Option<Encoded> {
+        Some(Encoded::Session {
+            view: serde_json::value::to_raw_value(view).ok()?,
+            id: view.session_id.clone(),
+            lifecycle: view.lifecycle,
+            activity: last_activity(view),
+        })
+    }
+
+    /// The journal line (the same shape `Op` reads back).
+    fn line(&self) -> Vec<u8> {
+        let (head, raw): (&str, &RawValue) = match self {
+            Encoded::Session { view, .. } => (r#"{"op":"session","session":"#, view),
+            Encoded::Audit { entry, .. } => (r#"{"op":"audit","entry":"#, entry),
+        };
+        let mut line = Vec::with_capacity(head.len() + raw.get().len() + 2);
+        line.extend_from_slice(head.as_bytes());
+        line.extend_from_slice(raw.get().as_bytes());
+        line.extend_from_slice(b"}\n");
+        line
+    }
+}
+
+/// Apply an operation to records in their struct form (loading).
+fn apply_to(records: &mut HashMap<String, Record>, op: Op) {
+    match op {
+        Op::Session { session } => match records.get_mut(&session.session_id) {
+            Some(r) => r.session = *session,
+            None => {
+                records.insert(
+                    session.session_id.clone(),
+                    Record {
+                        session: *session,
+                        audit: Vec::new(),
+                    },
+                );
+            }
+        },
+        Op::Audit { entry } => {
+            if let Some(r) = records.get_mut(&entry.session_id) {
+                if r.audit.last().is_none_or(|last| last.seq < entry.seq) {
+                    r.audit.push(*entry);
+                }
+            }
+        }
     }
 }
 
@@ -207,27 +417,58 @@ fn read_bounded(path: &PathBuf, max: u64) -> io::Result<Option<Vec<u8>>> {
 }
 
 impl PersistState {
-    fn apply(&mut self, op: Op) {
+    fn new(dir: ControlDir, fsync: bool, stats: Arc<Stats>) -> Self {
+        PersistState {
+            dir,
+            fsync,
+            read_only: false,
+            records: HashMap::new(),
+            restored: None,
+            journal: None,
+            journal_bytes: 0,
+            torn: false,
+            backlog: Vec::new(),
+            backlog_lost: false,
+            failure: None,
+            stats,
+        }
+    }
+
+    fn apply(&mut self, op: Encoded) {
         match op {
-            Op::Session { session } => {
-                let id = session.session_id.clone();
-                match self.records.get_mut(&id) {
-                    Some(r) => r.session = *session,
-                    None => {
-                        self.records.insert(
-                            id,
-                            Record {
-                                session: *session,
-                                audit: Vec::new(),
-                            },
-                        );
-                    }
+            Encoded::Session {
+                view,
+                id,
+                lifecycle,
+                activity,
+            } => match self.records.get_mut(&id) {
+                Some(r) => {
+                    r.view = view;
+                    r.lifecycle = lifecycle;
+                    r.activity = activity;
                 }
-            }
-            Op::Audit { entry } => {
-                if let Some(r) = self.records.get_mut(&entry.session_id) {
-                    if r.audit.last().is_none_or(|last| last.seq < entry.seq) {
-                        r.audit.push(*entry);
+                None => {
+                    self.records.insert(
+                        id,
+                        Stored {
+                            view,
+                            lifecycle,
+                            activity,
+                            audit: Vec::new(),
+                            last_seq: 0,
+                        },
+                    );
+                }
+            },
+            Encoded::Audit {
+                entry,
+                session_id,
+                seq,
+            } => {
+                if let Some(r) = self.records.get_mut(&session_id) {
+                    if r.last_seq < seq {
+                        r.last_seq = seq;
+                        r.audit.push(entry);
                         if r.audit.len() > AUDIT_ON_DISK * 2 {
                             r.audit.drain(..r.audit.len() - AUDIT_ON_DISK);
                         }
@@ -238,14 +479,15 @@ impl PersistState {
     }
 
     /// Load the snapshot and replay the journal. Never writes.
-    fn load(&mut self) {
+    fn load(&mut self) -> HashMap<String, Record> {
+        let mut records = HashMap::new();
         let snapshot_path = self.dir.path().join(REGISTRY_FILE);
         match read_bounded(&snapshot_path, REGISTRY_MAX_BYTES as u64) {
             Ok(None) => {}
             Ok(Some(bytes)) => match serde_json::from_slice::<Snapshot>(&bytes) {
                 Ok(s) if s.version == REGISTRY_VERSION => {
                     for r in s.sessions {
-                        self.records.insert(r.session.session_id.clone(), r);
+                        records.insert(r.session.session_id.clone(), r);
                     }
                 }
                 Ok(s) => {
@@ -263,7 +505,7 @@ impl PersistState {
             }
         }
         if self.read_only {
-            return;
+            return records;
         }
         let journal_path = self.dir.path().join(JOURNAL_FILE);
         match read_bounded(&journal_path, JOURNAL_MAX_BYTES) {
@@ -274,7 +516,7 @@ impl PersistState {
                     let Ok(line) = line else { break };
                     // A torn last line from a crash mid-write is skipped.
                     if let Ok(op) = serde_json::from_slice::<Op>(&line) {
-                        self.apply(op);
+                        apply_to(&mut records, op);
                         applied += 1;
                     }
                 }
@@ -284,29 +526,29 @@ impl PersistState {
                 tracing::error!(error = %e, "registry.journal cannot be replayed; ignoring it")
             }
         }
+        records
     }
 
-    /// Write a new snapshot from the current records and truncate the journal.
-    fn fold(&mut self) {
+    /// Write a new snapshot from the current records and truncate the journal. On failure
+    /// the last readable `registry.json` and the journal stay as they were.
+    fn fold(&mut self) -> io::Result<()> {
         if self.read_only {
-            return;
+            return Ok(());
         }
-        let now = SystemTime::now();
-        let records: Vec<Record> = self.records.values().cloned().collect();
-        let kept = apply_retention(records, now);
-        self.records = kept
-            .iter()
-            .map(|r| (r.session.session_id.clone(), r.clone()))
-            .collect();
-        let Some(bytes) = encode_fitting(kept, REGISTRY_MAX_BYTES) else {
+        let order = retain_stored(&mut self.records, SystemTime::now());
+        let Some(bytes) = encode_fitting(&self.records, &order, REGISTRY_MAX_BYTES) else {
             tracing::error!("the registry does not fit in 16 MiB even without audit history; keeping the last file");
-            return;
+            return Err(io::Error::other("the registry does not fit in 16 MiB"));
         };
+        // Temp file + rename: a full disk fails the temp file, never registry.json.
         if let Err(e) = self.dir.write_private(REGISTRY_FILE, &bytes) {
             tracing::error!(error = %e, "could not write registry.json; keeping the last readable file");
-            return;
+            return Err(e);
         }
-        // The snapshot now holds everything the journal did.
+        // The snapshot now holds everything the journal (and the backlog) did.
+        self.backlog.clear();
+        self.backlog_lost = false;
+        self.torn = false;
         match OpenOptions::new()
             .create(true)
             .write(true)
@@ -318,42 +560,158 @@ impl PersistState {
                 self.journal = Some(f);
                 self.journal_bytes = 0;
             }
-            Err(e) => tracing::error!(error = %e, "could not reset registry.journal"),
+            Err(e) => {
+                // The snapshot is complete; stale journal lines replay harmlessly over it.
+                tracing::error!(error = %e, "could not reset registry.journal");
+                self.journal = None;
+            }
         }
+        self.caught_up();
+        Ok(())
     }
 
-    fn append(&mut self, op: &Op) {
-        if self.read_only {
-            return;
-        }
-        let Ok(mut line) = serde_json::to_vec(op) else {
-            return;
-        };
-        line.push(b'\n');
+    /// Append `bytes` (whole lines) to the journal in one write. A failed write is cut back
+    /// to the last complete line.
+    fn write_journal(&mut self, bytes: &[u8]) -> io::Result<()> {
         if self.journal.is_none() {
-            self.journal = OpenOptions::new()
+            let f = OpenOptions::new()
                 .create(true)
                 .append(true)
                 .mode(0o600)
-                .open(self.dir.path().join(JOURNAL_FILE))
-                .map_err(|e| tracing::error!(error = %e, "could not open registry.journal"))
-                .ok();
+                .open(self.dir.path().join(JOURNAL_FILE))?;
+            self.journal_bytes = f.metadata()?.len();
+            self.journal = Some(f);
         }
         let Some(f) = self.journal.as_mut() else {
-            return;
+            return Err(io::Error::other("registry.journal is not open"));
         };
-        // One write per line: a crash leaves at most the last line torn.
-        match f.write_all(&line) {
+        // Removed or replaced under us: lines written to the unlinked file would be lost
+        // with it. The caller writes a snapshot instead.
+        if f.metadata()?.nlink() == 0 {
+            self.journal = None;
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                "registry.journal was removed",
+            ));
+        }
+        let lead: &[u8] = if self.torn { b"\n" } else { b"" };
+        let result = (|| {
+            if !lead.is_empty() {
+                f.write_all(lead)?;
+            }
+            f.write_all(bytes)?;
+            if self.fsync {
+                f.sync_data()?;
+            }
+            Ok(())
+        })();
+        match result {
             Ok(()) => {
-                if self.fsync {
-                    let _ = f.sync_data();
-                }
-                self.journal_bytes += line.len() as u64;
+                self.journal_bytes += (lead.len() + bytes.len()) as u64;
+                self.torn = false;
+                Ok(())
             }
             Err(e) => {
-                tracing::error!(error = %e, "journal write failed; the change is in memory only");
-                // Reopen next time (e.g. the disk had room again, or the file was removed).
-                self.journal = None;
+                // ENOSPC can land part of a line. Cut it off (truncating needs no space);
+                // if even that fails, the next write starts on a new line.
+                if f.set_len(self.journal_bytes).is_err() {
+                    self.torn = true;
+                    self.journal = None;
+                }
+                Err(e)
+            }
+        }
+    }
+
+    fn behind(&self) -> bool {
+        self.failure.is_some()
+    }
+
+    fn fell_behind(&mut self, e: &io::Error) {
+        use std::sync::atomic::Ordering;
+        if self.failure.is_none() {
+            tracing::error!(error = %e, "journal write failed; mutations are refused until it can be written");
+            self.stats.journal_behind.store(1, Ordering::Relaxed);
+        }
+        Stats::add(&self.stats.journal_write_errors, 1);
+        self.failure = Some(e.to_string());
+    }
+
+    fn caught_up(&mut self) {
+        use std::sync::atomic::Ordering;
+        if self.failure.take().is_some() {
+            tracing::warn!("journal writable again; the operations held in memory are written");
+            self.stats.journal_behind.store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// Write what the journal is missing: the backlog, or (if it was dropped) a snapshot.
+    fn catch_up(&mut self) {
+        if self.read_only || !self.behind() {
+            return;
+        }
+        if self.backlog_lost {
+            // fold() reports its own failure; a success clears the backlog.
+            let _ = tokio::task::block_in_place(|| self.fold());
+            return;
+        }
+        let backlog = std::mem::take(&mut self.backlog);
+        match self.write_journal(&backlog) {
+            Ok(()) => self.caught_up(),
+            Err(e) => {
+                self.backlog = backlog;
+                self.fell_behind(&e);
+            }
+        }
+    }
+
+    /// The error an acknowledgement carries while the journal is behind.
+    fn not_durable(&self) -> Result<(), ErrorBody> {
+        match &self.failure {
+            None => Ok(()),
+            Some(why) => Err(ErrorBody::new(
+                ErrorCode::PersistenceFailed,
+                format!(
+                    "the registry journal cannot be written ({why}); the change is not on disk"
+                ),
+            )
+            .with_remedy(
+                "free space in the control dir (see `maxx daemon status`); the daemon writes \
+                 what it holds in memory with the next mutation",
+            )),
+        }
+    }
+
+    fn append(&mut self, line: Vec<u8>) {
+        if self.read_only {
+            return;
+        }
+        if self.behind() {
+            // Keep the order: this line goes after what is already waiting.
+            if self.backlog.len() + line.len() > BACKLOG_MAX_BYTES {
+                self.backlog = Vec::new();
+                self.backlog_lost = true;
+            } else if !self.backlog_lost {
+                self.backlog.extend_from_slice(&line);
+            }
+            // A snapshot must wait until this operation is applied (record() runs it).
+            if !self.backlog_lost {
+                self.catch_up();
+            }
+            return;
+        }
+        // One write per line: a crash leaves at most the last line torn.
+        match self.write_journal(&line) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                // What the journal held is gone with it: only a snapshot (which also holds
+                // this operation once it is applied) catches up.
+                self.fell_behind(&e);
+                self.backlog_lost = true;
+            }
+            Err(e) => {
+                self.backlog = line;
+                self.fell_behind(&e);
             }
         }
     }
@@ -361,11 +719,16 @@ impl PersistState {
     /// Journal an operation, apply it, and fold when the journal is big. The order matters:
     /// a fold snapshots the records and truncates the journal, so the operation must be in
     /// the records before any fold can run.
-    fn record(&mut self, op: Op) {
-        self.append(&op);
-        self.apply(op);
-        if self.journal_bytes > FOLD_BYTES {
-            tokio::task::block_in_place(|| self.fold());
+    fn record(&mut self, encoded: Encoded) {
+        self.append(encoded.line());
+        self.apply(encoded);
+        if self.backlog_lost {
+            // Only a snapshot catches up, and it must include this operation.
+            self.catch_up();
+        }
+        if self.journal_bytes > FOLD_BYTES && !self.behind() {
+            // A failed fold is logged and leaves the journal as it is.
+            let _ = tokio::task::block_in_place(|| self.fold());
         }
     }
 }
@@ -380,31 +743,23 @@ impl Actor for PersistenceActor {
         _myself: ActorRef<PersistMsg>,
         args: PersistArgs,
     ) -> Result<PersistState, ActorProcessingErr> {
-        let mut state = PersistState {
-            dir: args.dir,
-            fsync: args.fsync,
-            read_only: false,
-            records: HashMap::new(),
-            restored: None,
-            journal: None,
-            journal_bytes: 0,
-        };
+        let mut state = PersistState::new(args.dir, args.fsync, args.stats);
         // The daemon validated the control dir before starting us; nothing is read
         // before that, and nothing is written before this load ran.
         tokio::task::block_in_place(|| {
-            state.load();
-            let now = SystemTime::now();
-            let records: Vec<Record> = state.records.drain().map(|(_, r)| r).collect();
-            let restored: Vec<Record> = apply_retention(records, now)
+            let records: Vec<Record> = state.load().into_values().collect();
+            let restored: Vec<Record> = apply_retention(records, SystemTime::now())
                 .into_iter()
                 .map(detach)
                 .collect();
             state.records = restored
                 .iter()
-                .map(|r| (r.session.session_id.clone(), r.clone()))
+                .filter_map(|r| Some((r.session.session_id.clone(), Stored::from_record(r)?)))
                 .collect();
             state.restored = Some(restored);
-            state.fold();
+            // A failed first fold (full disk) keeps registry.json and the journal as they
+            // are: both are replayed again next time.
+            let _ = state.fold();
         });
         Ok(state)
     }
@@ -416,17 +771,34 @@ impl Actor for PersistenceActor {
         state: &mut PersistState,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            PersistMsg::Upsert(view) => state.record(Op::Session { session: view }),
-            PersistMsg::Audit(entry) => state.record(Op::Audit { entry }),
-            PersistMsg::Ack(done) => done(),
+            PersistMsg::Upsert(view) => {
+                if let Some(encoded) = Encoded::session(&view) {
+                    state.record(encoded);
+                }
+            }
+            PersistMsg::Audit {
+                session_id,
+                seq,
+                entry,
+            } => state.record(Encoded::Audit {
+                entry,
+                session_id,
+                seq,
+            }),
+            PersistMsg::Ack(done) => done(state.not_durable()),
+            PersistMsg::Writable(reply) => {
+                state.catch_up();
+                let _ = reply.send(state.not_durable());
+            }
             PersistMsg::TakeRestored(reply) => {
                 let _ = reply.send(state.restored.take().unwrap_or_default());
             }
             PersistMsg::Get(id, reply) => {
-                let _ = reply.send(state.records.get(&id).cloned());
+                let _ = reply.send(state.records.get(&id).and_then(Stored::to_record));
             }
             PersistMsg::Flush(reply) => {
-                tokio::task::block_in_place(|| state.fold());
+                // A failed fold (logged) leaves registry.json and the journal as they were.
+                let _ = tokio::task::block_in_place(|| state.fold());
                 let _ = reply.send(());
             }
         }
@@ -563,7 +935,21 @@ mod tests {
         let now = SystemTime::now();
         let busy = rec(view(1, Lifecycle::Running, now), 400, 1000);
         let quiet = rec(view(2, Lifecycle::Running, now), 10, 1000);
-        let bytes = encode_fitting(vec![busy, quiet], 200_000).unwrap();
+        let stored = |recs: Vec<Record>| -> (HashMap<String, Stored>, Vec<String>) {
+            let order = recs.iter().map(|r| r.session.session_id.clone()).collect();
+            let map = recs
+                .iter()
+                .map(|r| {
+                    (
+                        r.session.session_id.clone(),
+                        Stored::from_record(r).unwrap(),
+                    )
+                })
+                .collect();
+            (map, order)
+        };
+        let (map, order) = stored(vec![busy, quiet]);
+        let bytes = encode_fitting(&map, &order, 200_000).unwrap();
         assert!(bytes.len() <= 200_000);
         let s: Snapshot = serde_json::from_slice(&bytes).unwrap();
         let by_id: HashMap<_, _> = s
@@ -574,8 +960,24 @@ mod tests {
         assert_eq!(by_id["00000002"], 10, "the quiet record keeps its history");
         assert!(by_id["00000001"] < 400);
         // Cannot fit at all: None, so the caller keeps the last file.
-        let big = rec(view(3, Lifecycle::Running, now), 0, 0);
-        assert!(encode_fitting(vec![big], 100).is_none());
+        let (map, order) = stored(vec![rec(view(3, Lifecycle::Running, now), 0, 0)]);
+        assert!(encode_fitting(&map, &order, 100).is_none());
+        // With room, the encoding is exactly what serde writes for the same records.
+        let recs = vec![
+            rec(view(4, Lifecycle::Closed, now), 3, 5),
+            rec(view(5, Lifecycle::Running, now), 0, 0),
+        ];
+        let (map, order) = stored(recs.clone());
+        let ours = encode_fitting(&map, &order, usize::MAX).unwrap();
+        let theirs = serde_json::to_vec(&Snapshot {
+            sessions: recs,
+            version: REGISTRY_VERSION,
+        })
+        .unwrap();
+        assert_eq!(
+            String::from_utf8(ours).unwrap(),
+            String::from_utf8(theirs).unwrap()
+        );
     }
 
     #[test]
@@ -606,24 +1008,14 @@ mod tests {
         }
         lines.extend_from_slice(br#"{"op":"audit","entry":{"seq":3"#);
         fs::write(tmp.join(JOURNAL_FILE), &lines).unwrap();
-        let mut st = PersistState {
-            dir,
-            fsync: false,
-            read_only: false,
-            records: HashMap::new(),
-            restored: None,
-            journal: None,
-            journal_bytes: 0,
-        };
-        st.load();
-        assert_eq!(st.records[&id].audit.len(), 2);
+        let mut st = PersistState::new(dir, false, Arc::default());
+        assert_eq!(st.load()[&id].audit.len(), 2);
         // An oversized snapshot is preserved and makes this run read-only.
         let huge = vec![b' '; REGISTRY_MAX_BYTES + 1];
         fs::write(tmp.join(REGISTRY_FILE), &huge).unwrap();
-        st.records.clear();
         st.load();
         assert!(st.read_only);
-        st.fold();
+        st.fold().unwrap();
         assert_eq!(
             fs::metadata(tmp.join(REGISTRY_FILE)).unwrap().len(),
             huge.len() as u64
@@ -643,15 +1035,9 @@ mod fold_tests {
         let tmp = std::env::temp_dir().join(format!("maxx-fold-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&tmp);
         let dir = ControlDir::prepare(&tmp).unwrap();
-        let mut st = PersistState {
-            dir,
-            fsync: false,
-            read_only: false,
-            records: HashMap::new(),
-            restored: None,
-            journal: None,
-            journal_bytes: FOLD_BYTES, // the next write folds
-        };
+        let mut st = PersistState::new(dir, false, Arc::default());
+        st.write_journal(b"").unwrap();
+        st.journal_bytes = FOLD_BYTES; // the next write folds
         let json = serde_json::json!({
             "session_id": "00000001-0000-4000-8000-000000000000", "surface_id": "S",
             "title": null, "command": "true", "cwd": "/", "status": null, "lifecycle": "running",
@@ -661,11 +1047,7 @@ mod fold_tests {
         });
         let view: SessionView = serde_json::from_value(json).unwrap();
         let rt = tokio::runtime::Builder::new_multi_thread().build().unwrap();
-        rt.block_on(async {
-            st.record(Op::Session {
-                session: Box::new(view),
-            })
-        });
+        rt.block_on(async { st.record(Encoded::session(&view).unwrap()) });
         let snap: Snapshot =
             serde_json::from_slice(&std::fs::read(tmp.join(REGISTRY_FILE)).unwrap()).unwrap();
         assert_eq!(snap.sessions.len(), 1);

@@ -81,7 +81,9 @@ pub struct Resolved {
 }
 
 struct Entry {
-    view: SessionView,
+    /// Boxed: the table keeps a slot per record (and spare ones), so a record's size
+    /// inline would be paid for every slot.
+    view: Box<SessionView>,
     actor: Option<ActorRef<SessionMsg>>,
 }
 
@@ -265,7 +267,7 @@ impl RegistryState {
 
     fn view(&self, id: &str) -> Option<SessionView> {
         self.sessions.get(id).map(|e| {
-            let mut v = e.view.clone();
+            let mut v = (*e.view).clone();
             v.focused = self.focused.as_deref() == Some(id);
             v
         })
@@ -308,7 +310,7 @@ impl Actor for RegistryActor {
                 let id = view.session_id.clone();
                 state.surfaces.insert(view.surface_id.clone(), id.clone());
                 // A replacement actor (after a failure) re-registers an existing record.
-                let old = state.sessions.get(&id).map(|e| e.view.clone());
+                let old = state.sessions.get(&id).map(|e| (*e.view).clone());
                 state.index(old.as_ref(), Some(&view));
                 let group = view.group.clone();
                 if state
@@ -316,7 +318,7 @@ impl Actor for RegistryActor {
                     .insert(
                         id.clone(),
                         Entry {
-                            view: *view,
+                            view,
                             actor: Some(actor),
                         },
                     )
@@ -335,8 +337,8 @@ impl Actor for RegistryActor {
                 let Some(entry) = state.sessions.get_mut(&view.session_id) else {
                     return Ok(());
                 };
-                let old = std::mem::replace(&mut entry.view, *view);
-                let new = entry.view.clone();
+                let old = std::mem::replace(&mut entry.view, view);
+                let new = (*entry.view).clone();
                 if old.surface_id != new.surface_id {
                     state.surfaces.remove(&old.surface_id);
                     state
@@ -432,13 +434,13 @@ impl Actor for RegistryActor {
                         "session actor failed; record kept, surface closed"
                     );
                     entry.actor = None;
-                    let old = entry.view.clone();
+                    let old = (*entry.view).clone();
                     if entry.view.lifecycle != Lifecycle::Archived {
                         entry.view.lifecycle = Lifecycle::Closed;
                     }
                     entry.view.pid = None;
                     entry.view.updated_at = now_rfc3339();
-                    let new = entry.view.clone();
+                    let new = (*entry.view).clone();
                     // Keep the group counters exact, and wake group waits this settles.
                     state.index(Some(&old), Some(&new));
                     if let Some(g) = new.group {

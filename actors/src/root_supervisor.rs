@@ -73,6 +73,7 @@ impl Actor for RootSupervisor {
             PersistArgs {
                 dir: args.dir,
                 fsync: args.fsync,
+                stats: args.spawn.stats.clone(),
             },
             cell.clone(),
         )

@@ -9,6 +9,7 @@
 //! its pidfd (`exited`, with code or signal), `closed` once a caller closes the surface.
 //! Nothing here looks at output to decide anything.
 
+use crate::audit_log::AuditLog;
 use crate::bus::BusMsg;
 use crate::control_dir::constant_time_eq;
 use crate::grid::{logical, output_lines, Row};
@@ -138,7 +139,7 @@ pub enum SessionMsg {
     /// From the pump.
     Pump(PumpEvent),
     /// The current record.
-    View(RpcReplyPort<SessionView>),
+    View(RpcReplyPort<Result<SessionView, ErrorBody>>),
     /// `sessions.update`: status and/or metadata merge.
     Update {
         /// New status.
@@ -189,11 +190,11 @@ pub enum SessionMsg {
     /// A watcher ended (timeout or disconnect).
     Unwatch(u64),
     /// `sessions.set-group`: join `group`, or leave with `None`.
-    SetGroup(Option<String>, RpcReplyPort<SessionView>),
+    SetGroup(Option<String>, RpcReplyPort<Result<SessionView, ErrorBody>>),
     /// `sessions.set-parent` (already validated by the registry).
-    SetParent(Option<String>, RpcReplyPort<SessionView>),
+    SetParent(Option<String>, RpcReplyPort<Result<SessionView, ErrorBody>>),
     /// `sessions.archive`.
-    Archive(Option<String>, RpcReplyPort<SessionView>),
+    Archive(Option<String>, RpcReplyPort<Result<SessionView, ErrorBody>>),
     /// `sessions.snapshot` / `dump` / `inspect`.
     Read(ReadParams, RpcReplyPort<ReadAnswer>),
     /// `sessions.run`: type a sentinel-wrapped command, answer when its end marker shows.
@@ -305,8 +306,8 @@ pub struct SessionState {
     last_exit: Option<Value>,
     /// Secret proof for `register-current`; exported to the child only.
     registration_token: String,
-    /// Append-only audit log (never trimmed in memory).
-    audit: Vec<AuditEntry>,
+    /// Append-only audit log (never trimmed in memory), kept encoded.
+    audit: AuditLog,
     /// Pending waits.
     waiters: Vec<Waiter>,
     /// Live `watch` subscriptions.
@@ -315,6 +316,9 @@ pub struct SessionState {
     next_id: u64,
     /// The create-time env, in memory only, reused by a restart in this run.
     env: Vec<(String, String)>,
+    /// The message being handled sent something to the journal: its acknowledgement must
+    /// say whether that reached the disk.
+    journaled: bool,
     registry: ActorRef<RegistryMsg>,
     bus: ActorRef<BusMsg>,
     persist: ActorRef<PersistMsg>,
@@ -380,11 +384,12 @@ impl Actor for SessionActor {
                     policy_suppressed: false,
                     last_exit: None,
                     registration_token: String::new(),
-                    audit,
+                    audit: AuditLog::from_entries(&audit),
                     waiters: Vec::new(),
                     watchers: Vec::new(),
                     next_id: 0,
                     env: Vec::new(),
+                    journaled: false,
                     registry: registry.clone(),
                     bus,
                     persist,
@@ -461,11 +466,12 @@ impl Actor for SessionActor {
             policy_suppressed: false,
             last_exit: None,
             registration_token: String::new(),
-            audit: Vec::new(),
+            audit: AuditLog::default(),
             waiters: Vec::new(),
             watchers: Vec::new(),
             next_id: 0,
             env: params.env,
+            journaled: true,
             registry: registry.clone(),
             bus,
             persist,
@@ -500,6 +506,7 @@ impl Actor for SessionActor {
         msg: SessionMsg,
         state: &mut SessionState,
     ) -> Result<(), ActorProcessingErr> {
+        state.journaled = false;
         match msg {
             SessionMsg::Pump(event) => state.on_pump(&myself, event),
             SessionMsg::AutoRestart(generation) => {
@@ -570,7 +577,7 @@ impl Actor for SessionActor {
                 state.ack(reply, result);
             }
             // `View` answers a create: it goes through the journal like any acknowledgement.
-            SessionMsg::View(reply) => state.ack(reply, state.view.clone()),
+            SessionMsg::View(reply) => state.ack(reply, Ok(state.view.clone())),
             SessionMsg::Update {
                 status,
                 metadata,
@@ -589,13 +596,7 @@ impl Actor for SessionActor {
                 state.ack(reply, result);
             }
             SessionMsg::Events { since, reply } => {
-                let entries = state
-                    .audit
-                    .iter()
-                    .filter(|e| e.seq > since)
-                    .cloned()
-                    .collect();
-                let _ = reply.send(entries);
+                let _ = reply.send(state.audit.since(since));
             }
             SessionMsg::Watch { lines, reply } => {
                 state.next_id += 1;
@@ -621,7 +622,7 @@ impl Actor for SessionActor {
                     state.touch();
                     state.publish();
                 }
-                state.ack(reply, state.view.clone());
+                state.ack(reply, Ok(state.view.clone()));
             }
             SessionMsg::SetParent(parent, reply) => {
                 // Re-setting the same parent is a no-op: no event, no updated_at bump.
@@ -635,7 +636,7 @@ impl Actor for SessionActor {
                     state.touch();
                     state.publish();
                 }
-                state.ack(reply, state.view.clone());
+                state.ack(reply, Ok(state.view.clone()));
             }
             SessionMsg::Read(params, reply) => {
                 let _ = reply.send(state.read(&params));
@@ -675,7 +676,7 @@ impl Actor for SessionActor {
             }
             SessionMsg::Archive(reason, reply) => {
                 state.archive(reason);
-                state.ack(reply, state.view.clone());
+                state.ack(reply, Ok(state.view.clone()));
             }
             SessionMsg::Restart(command, reply) => {
                 let result = state.restart(&myself, command, None);
@@ -704,8 +705,9 @@ impl Actor for SessionActor {
                     other => other,
                 };
                 if let WaitCondition::Text(text) = &condition {
-                    // Level-triggered: text already on the screen matches at once.
-                    if state.screen_matches(text, None) {
+                    // Level-triggered: text already on the screen matches at once. A closed
+                    // session has no screen (nor should a wait build one).
+                    if state.pty.is_some() && state.screen_matches(text, None) {
                         let _ = reply.send(WaitAnswer {
                             outcome: Outcome::Matched,
                             session: state.view.clone(),
@@ -813,15 +815,26 @@ pub fn paste_bytes(text: &str, bracketed: bool) -> Vec<u8> {
 
 impl SessionState {
     /// Answer a mutating request once everything it changed is in the journal, so an
-    /// acknowledged mutation survives a crash of the daemon.
-    fn ack<T: Send + 'static>(&self, reply: RpcReplyPort<T>, value: T) {
-        let send = Box::new(move || {
+    /// acknowledged mutation survives a crash of the daemon. If what it changed could not be
+    /// written (disk full), a success becomes `persistence_failed`: never `ok` for a change
+    /// that is only in memory.
+    fn ack<T: Send + 'static>(
+        &mut self,
+        reply: RpcReplyPort<Result<T, ErrorBody>>,
+        value: Result<T, ErrorBody>,
+    ) {
+        let journaled = std::mem::take(&mut self.journaled);
+        let send = Box::new(move |durable: Result<(), ErrorBody>| {
+            let value = match (value, durable) {
+                (Ok(_), Err(e)) if journaled => Err(e),
+                (value, _) => value,
+            };
             let _ = reply.send(value);
         });
         if let Err(ractor::MessagingErr::SendErr(PersistMsg::Ack(send))) =
             self.persist.cast(PersistMsg::Ack(send))
         {
-            send();
+            send(Ok(()));
         }
     }
 
@@ -874,12 +887,24 @@ impl SessionState {
         Ok(())
     }
 
+    /// The surface is gone for good (closed or archived): drop what only a surface needs —
+    /// the raw-output ring, the screen model, attachments — and spare audit capacity, so a
+    /// record kept for the daemon's life costs its record and audit log, not a terminal.
+    /// Screen reads of such a session answer `already_ended`; a restart starts afresh.
+    fn release_surface(&mut self) {
+        self.pty = None;
+        self.model.reset();
+        self.attachers = Vec::new();
+        self.audit.shrink_to_fit();
+        crate::memory::churn(&self.spawn.stats, crate::memory::SURFACE_CHURN);
+    }
+
     /// `archive`: close the surface, keep the record; a second archive changes nothing.
     fn archive(&mut self, reason: Option<String>) {
         if self.view.lifecycle == Lifecycle::Archived {
             return;
         }
-        self.pty = None;
+        self.release_surface();
         self.view.pid = None;
         self.restart_generation += 1;
         self.view.next_restart_at = None;
@@ -1022,6 +1047,7 @@ impl SessionState {
         if self.pty.is_some() {
             self.view.last_seen_at = Some(self.view.updated_at.clone());
         }
+        self.journaled = true;
         let _ = self
             .persist
             .cast(PersistMsg::Upsert(Box::new(self.view.clone())));
@@ -1059,7 +1085,7 @@ impl SessionState {
     }
 
     fn last_seq(&self) -> u64 {
-        self.audit.last().map_or(0, |e| e.seq)
+        self.audit.last_seq()
     }
 
     /// Send a line to every watcher; a watcher that is gone or too far behind is dropped
@@ -1115,10 +1141,14 @@ impl SessionState {
             surface_id: self.view.surface_id.clone(),
             pid: self.pty.as_ref().and_then(Pty::foreground_pgrp),
         };
-        self.audit.push(entry.clone());
-        let _ = self
-            .persist
-            .cast(PersistMsg::Audit(Box::new(entry.clone())));
+        if let Some(encoded) = self.audit.push(&entry) {
+            self.journaled = true;
+            let _ = self.persist.cast(PersistMsg::Audit {
+                session_id: entry.session_id.clone(),
+                seq: entry.seq,
+                entry: encoded,
+            });
+        }
         self.broadcast(WatchLine::Event(Box::new(entry.clone())));
         let source_kind = if kind == AuditKind::Lifecycle {
             SourceKind::Maxx
@@ -1211,11 +1241,8 @@ impl SessionState {
             WaitCondition::Text(_) => ended(),
             WaitCondition::Event { name, since } => {
                 let since = since.unwrap_or(0);
-                let hit = self.audit.iter().find(|e| {
-                    e.seq > since && e.kind == AuditKind::Event && e.name.as_deref() == Some(name)
-                });
-                match hit {
-                    Some(e) => Some((Outcome::Matched, Some(e.clone()))),
+                match self.audit.find_event(since, name) {
+                    Some(e) => Some((Outcome::Matched, Some(e))),
                     None => ended(),
                 }
             }
@@ -1574,7 +1601,7 @@ impl SessionState {
                     self.view.next_restart_at = None;
                     // Dropping the PTY hangs up the terminal, signals the child's group and
                     // reaps it (killing it after a grace period if it ignores the hangup).
-                    self.pty = None;
+                    self.release_surface();
                     self.view.lifecycle = Lifecycle::Closed;
                     self.view.pid = None;
                     self.mechanical("closed", None);

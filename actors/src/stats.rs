@@ -3,7 +3,7 @@
 //! behind; operators use them to spot leaks.
 
 use serde::Serialize;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 /// Shared counters (one per daemon).
 #[derive(Debug, Default)]
@@ -18,6 +18,17 @@ pub struct Stats {
     pub waiters: AtomicI64,
     /// `stream.watch` / `stream.wait --event` subscriptions on the bus.
     pub streams: AtomicI64,
+    /// 1 while the registry journal cannot be written (disk full, I/O error): mutations
+    /// are refused with `persistence_failed` until a write succeeds again.
+    pub journal_behind: AtomicI64,
+    /// Journal or snapshot writes that failed since the daemon started.
+    pub journal_write_errors: AtomicI64,
+    /// Freed-memory churn since the last `malloc_trim` (see `memory.rs`).
+    pub churn: AtomicI64,
+    /// A trim is running.
+    pub trimming: AtomicBool,
+    /// Trims run since start.
+    pub memory_trims: AtomicI64,
 }
 
 /// A point-in-time copy, as `daemon.stats` reports it.
@@ -33,6 +44,12 @@ pub struct StatsSnapshot {
     pub waiters: i64,
     /// Live bus subscriptions.
     pub streams: i64,
+    /// 1 while the registry journal cannot be written.
+    pub journal_behind: i64,
+    /// Failed journal writes since start.
+    pub journal_write_errors: i64,
+    /// Times freed memory was handed back to the system (`malloc_trim`) after a burst.
+    pub memory_trims: i64,
 }
 
 impl Stats {
@@ -44,6 +61,9 @@ impl Stats {
             watchers: self.watchers.load(Ordering::Relaxed),
             waiters: self.waiters.load(Ordering::Relaxed),
             streams: self.streams.load(Ordering::Relaxed),
+            journal_behind: self.journal_behind.load(Ordering::Relaxed),
+            journal_write_errors: self.journal_write_errors.load(Ordering::Relaxed),
+            memory_trims: self.memory_trims.load(Ordering::Relaxed),
         }
     }
 

@@ -31,6 +31,11 @@ pub enum ErrorCode {
     /// `timeout`: `sessions.run` spent its budget (CLI exit 125), or the daemon did not
     /// answer the CLI in time.
     Timeout,
+    /// `persistence_failed`: the durable registry could not be written (disk full, I/O
+    /// error), so the change was not acknowledged. Refused up front while the journal is
+    /// failing (nothing changed); a request already in flight when a write failed may have
+    /// been applied in memory (see `docs/persistence.md`).
+    PersistenceFailed,
 }
 
 impl ErrorCode {
@@ -49,6 +54,7 @@ impl ErrorCode {
             ErrorCode::Internal => "internal",
             ErrorCode::NoDaemon => "no_daemon",
             ErrorCode::Timeout => "timeout",
+            ErrorCode::PersistenceFailed => "persistence_failed",
         }
     }
 }

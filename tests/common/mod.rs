@@ -64,6 +64,21 @@ impl Daemon {
         d
     }
 
+    /// Start a daemon whose control dir is `control` (which the caller prepared, e.g. a
+    /// mount point); policy and HOME still live in a fresh temp dir.
+    pub fn start_at(control: PathBuf) -> Daemon {
+        let tmp = tempfile::Builder::new().prefix("maxx-t").tempdir().unwrap();
+        let mut d = Daemon {
+            tmp,
+            control,
+            child: None,
+            extra: Vec::new(),
+            env: Vec::new(),
+        };
+        d.launch();
+        d
+    }
+
     /// Start a daemon with extra environment (e.g. a profiles file).
     pub fn start_with_env(env: &[(&str, String)]) -> Daemon {
         let tmp = tempfile::Builder::new().prefix("maxx-t").tempdir().unwrap();
