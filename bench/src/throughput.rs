@@ -225,18 +225,7 @@ pub fn run(cfg: &Cfg) -> R<(Vec<Row>, Value)> {
             "sessions.wait",
             json!({"session_id": id, "lifecycle": "exited", "timeout": big.as_secs()}),
         )?;
-        crate::util::wait_until(
-            "the exit waiter",
-            Duration::from_secs(10),
-            Duration::from_millis(1),
-            || c.stat("waiters").unwrap_or(0) >= 1,
-        )?;
-        std::thread::sleep(Duration::from_millis(50));
-        let t0 = Instant::now();
-        c.call(
-            "sessions.action",
-            json!({"session_id": id, "action": "submit", "input": ""}),
-        )?;
+        let t0 = release(&c, &id)?;
         let v = read_line(&mut wait)?;
         let drain_s = t0.elapsed().as_secs_f64();
         let cpu1 = cpu_ticks(daemon.pid());
@@ -270,18 +259,7 @@ pub fn run(cfg: &Cfg) -> R<(Vec<Row>, Value)> {
             }
             (n, Instant::now())
         });
-        crate::util::wait_until(
-            "the exit waiter",
-            Duration::from_secs(10),
-            Duration::from_millis(1),
-            || c.stat("waiters").unwrap_or(0) >= 1,
-        )?;
-        std::thread::sleep(Duration::from_millis(50));
-        let t0 = Instant::now();
-        c.call(
-            "sessions.action",
-            json!({"session_id": id, "action": "submit", "input": ""}),
-        )?;
+        let t0 = release(&c, &id)?;
         let v = read_line(&mut wait)?;
         let exited = Instant::now();
         let (forwarded, eof) = reader.join().map_err(|_| "attach reader panicked")?;
@@ -417,6 +395,24 @@ pub fn run(cfg: &Cfg) -> R<(Vec<Row>, Value)> {
         "screen_model": "maxx keeps an alacritty_terminal grid that is materialised lazily; 'grid' = a pending sessions.wait --until keeps the grid workers (nice 19) parsing and matching, 'drain' = light pass + raw ring only (in the pump), 'attached' = drain + every chunk forwarded to one attach client",
     });
     Ok((rows, detail))
+}
+
+/// Once the exit waiter is registered, press Enter to release the session's `read x`; returns
+/// when the clock starts.
+fn release(c: &crate::maxx::Client, id: &str) -> R<Instant> {
+    crate::util::wait_until(
+        "the exit waiter",
+        Duration::from_secs(10),
+        Duration::from_millis(1),
+        || c.stat("waiters").unwrap_or(0) >= 1,
+    )?;
+    std::thread::sleep(Duration::from_millis(50));
+    let t0 = Instant::now();
+    c.call(
+        "sessions.action",
+        json!({"session_id": id, "action": "submit", "input": ""}),
+    )?;
+    Ok(t0)
 }
 
 /// utime + stime of a process, in clock ticks.
