@@ -67,6 +67,28 @@ pub enum SessionStart {
     Restored(Box<Record>),
     /// The durable copy of a session whose actor failed this run: detached the same way.
     Recovered(Box<Record>),
+    /// A closed or archived record the registry kept while no actor was needed, woken for a
+    /// request (see [`Dormant`]).
+    Woken(Box<SessionView>, Box<Dormant>),
+}
+
+/// How long a closed or archived session's actor stays after its last request before it
+/// retires (see [`Dormant`]).
+pub const RETIRE_IDLE: Duration = Duration::from_secs(1);
+
+/// What a closed or archived session keeps when its actor retires: the record, its audit
+/// log, and the in-memory facts a restart in this run reuses. The registry holds it, so a
+/// closed record costs this rather than an idle actor (mailboxes, task: ~11 KiB), and wakes
+/// an actor from it when a request needs one.
+pub struct Dormant {
+    /// Its audit log (complete: the live log is never trimmed).
+    audit: AuditLog,
+    /// The create-time env (memory only), for a restart.
+    env: Vec<(String, String)>,
+    /// The history lines its screen keeps, for a restart.
+    scrollback_lines: usize,
+    /// Automatic restarts within the policy window.
+    restart_times: std::collections::VecDeque<std::time::Instant>,
 }
 
 /// Everything needed to start a session.
@@ -160,6 +182,9 @@ pub enum SessionMsg {
     },
     /// A wait's timer fired.
     WaitExpired(u64),
+    /// [`RETIRE_IDLE`] passed since the message with this number: retire if nothing came
+    /// since and the session still needs no actor.
+    RetireIfIdle(u64),
     /// A declaration verb.
     Declare {
         /// What is declared.
@@ -313,6 +338,12 @@ pub struct SessionState {
     /// The message being handled sent something to the journal: its acknowledgement must
     /// say whether that reached the disk.
     journaled: bool,
+    /// Restored or recovered: retire as soon as started (a woken actor first serves the
+    /// request that woke it).
+    retire_on_start: bool,
+    /// Messages handled (not counting [`SessionMsg::RetireIfIdle`]): an idle check armed
+    /// after message N retires only if N is still the last.
+    handled: u64,
     registry: ActorRef<RegistryMsg>,
     bus: ActorRef<BusMsg>,
     persist: ActorRef<PersistMsg>,
@@ -362,29 +393,58 @@ impl Actor for SessionActor {
             persist,
         } = args;
         let (params, cwd, caller) = match start {
-            SessionStart::Restored(record) | SessionStart::Recovered(record) => {
-                let Record { session, audit } = *record;
+            SessionStart::New {
+                params,
+                cwd,
+                caller,
+            } => (*params, cwd, caller),
+            detached => {
+                let (view, dormant, retire_on_start) = match detached {
+                    SessionStart::Restored(record) | SessionStart::Recovered(record) => {
+                        let Record { session, audit } = *record;
+                        (
+                            session,
+                            Dormant {
+                                audit: AuditLog::from_entries(&audit),
+                                env: Vec::new(),
+                                scrollback_lines: DEFAULT_SCROLLBACK_LINES,
+                                restart_times: Default::default(),
+                            },
+                            true,
+                        )
+                    }
+                    SessionStart::Woken(view, dormant) => (*view, *dormant, false),
+                    SessionStart::New { .. } => unreachable!("matched above"),
+                };
+                let Dormant {
+                    audit,
+                    env,
+                    scrollback_lines,
+                    restart_times,
+                } = dormant;
                 Stats::add(&spawn.stats.sessions, 1);
                 let state = SessionState {
                     pty: None,
-                    view: session,
+                    view,
                     screen: LightScreen::default(),
                     ring: RawRing::default(),
                     grid: None,
-                    scrollback_lines: DEFAULT_SCROLLBACK_LINES,
+                    scrollback_lines,
                     runs: Vec::new(),
                     attachers: Vec::new(),
-                    restart_times: Default::default(),
+                    restart_times,
                     restart_generation: 0,
                     policy_suppressed: false,
                     last_exit: None,
                     registration_token: String::new(),
-                    audit: AuditLog::from_entries(&audit),
+                    audit,
                     waiters: Vec::new(),
                     watchers: Vec::new(),
                     next_id: 0,
-                    env: Vec::new(),
+                    env,
                     journaled: false,
+                    retire_on_start,
+                    handled: 0,
                     registry: registry.clone(),
                     bus,
                     persist,
@@ -397,11 +457,6 @@ impl Actor for SessionActor {
                 })?;
                 return Ok(state);
             }
-            SessionStart::New {
-                params,
-                cwd,
-                caller,
-            } => (*params, cwd, caller),
         };
         let now = now_rfc3339();
         let view = SessionView {
@@ -468,6 +523,8 @@ impl Actor for SessionActor {
             next_id: 0,
             env: params.env,
             journaled: true,
+            retire_on_start: false,
+            handled: 0,
             registry: registry.clone(),
             bus,
             persist,
@@ -496,6 +553,17 @@ impl Actor for SessionActor {
         Ok(state)
     }
 
+    async fn post_start(
+        &self,
+        myself: ActorRef<SessionMsg>,
+        state: &mut SessionState,
+    ) -> Result<(), ActorProcessingErr> {
+        if state.retire_on_start && state.retirable() {
+            state.retire(&myself);
+        }
+        Ok(())
+    }
+
     async fn handle(
         &self,
         myself: ActorRef<SessionMsg>,
@@ -503,257 +571,278 @@ impl Actor for SessionActor {
         state: &mut SessionState,
     ) -> Result<(), ActorProcessingErr> {
         state.journaled = false;
-        match msg {
-            SessionMsg::Pump(event) => state.on_pump(&myself, event),
-            SessionMsg::AutoRestart(generation) => {
-                if generation == state.restart_generation
-                    && state.view.lifecycle == Lifecycle::Backoff
-                {
-                    let attempt = state.restart_times.len() as u32 + 1;
-                    state.restart_times.push_back(std::time::Instant::now());
-                    let mut trigger = state.last_exit.clone().unwrap_or(Value::Null);
-                    trigger["automatic"] = Value::Bool(true);
-                    trigger["attempt"] = attempt.into();
-                    if let Err(e) = state.restart(&myself, None, Some(trigger)) {
-                        tracing::warn!(session_id = state.view.session_id, error = %e, "automatic restart failed");
-                    }
-                }
+        if let SessionMsg::RetireIfIdle(handled) = msg {
+            if handled == state.handled && state.retirable() {
+                state.retire(&myself);
             }
-            SessionMsg::Attach { output, reply } => {
-                if state.pty.is_none() || state.view.lifecycle.has_ended() {
-                    let _ = reply.send(Err(ErrorBody::ended(
-                        &state.view.session_id,
-                        "there is no running program to attach to",
-                    )));
-                    return Ok(());
-                }
-                state.next_id += 1;
-                let id = state.next_id;
-                let repaint = state.repaint();
-                if reply.send(Ok((id, state.view.clone(), repaint))).is_ok() {
-                    state.attachers.push((id, output));
-                }
-            }
-            SessionMsg::AttachInput(bytes) => {
-                if let Some(pty) = &state.pty {
-                    drop(pty.write(bytes));
-                }
-            }
-            SessionMsg::Detach(id) => state.attachers.retain(|(a, _)| *a != id),
-            #[cfg(debug_assertions)]
-            SessionMsg::DebugPanic => panic!("fault injected by debug.panic"),
-            SessionMsg::SetRestartPolicy(policy, reply) => {
-                let result = if policy.is_some() && state.view.command.is_none() {
-                    Err(ErrorBody::invalid(
-                        "a restart policy needs a session with a command",
-                    ))
-                } else {
-                    state.view.restart_policy = policy;
-                    if state.view.restart_policy.is_none()
+            return Ok(());
+        }
+        state.handled += 1;
+        'msg: {
+            match msg {
+                SessionMsg::RetireIfIdle(_) => {} // handled above
+                SessionMsg::Pump(event) => state.on_pump(&myself, event),
+                SessionMsg::AutoRestart(generation) => {
+                    if generation == state.restart_generation
                         && state.view.lifecycle == Lifecycle::Backoff
                     {
-                        // Turning the policy off cancels a pending restart.
-                        state.restart_generation += 1;
-                        state.view.lifecycle = Lifecycle::Exited;
-                        state.view.next_restart_at = None;
-                        state.lifecycle_changed();
+                        let attempt = state.restart_times.len() as u32 + 1;
+                        state.restart_times.push_back(std::time::Instant::now());
+                        let mut trigger = state.last_exit.clone().unwrap_or(Value::Null);
+                        trigger["automatic"] = Value::Bool(true);
+                        trigger["attempt"] = attempt.into();
+                        if let Err(e) = state.restart(&myself, None, Some(trigger)) {
+                            tracing::warn!(session_id = state.view.session_id, error = %e, "automatic restart failed");
+                        }
+                    }
+                }
+                SessionMsg::Attach { output, reply } => {
+                    if state.pty.is_none() || state.view.lifecycle.has_ended() {
+                        let _ = reply.send(Err(ErrorBody::ended(
+                            &state.view.session_id,
+                            "there is no running program to attach to",
+                        )));
+                        break 'msg;
+                    }
+                    state.next_id += 1;
+                    let id = state.next_id;
+                    let repaint = state.repaint();
+                    if reply.send(Ok((id, state.view.clone(), repaint))).is_ok() {
+                        state.attachers.push((id, output));
+                    }
+                }
+                SessionMsg::AttachInput(bytes) => {
+                    if let Some(pty) = &state.pty {
+                        drop(pty.write(bytes));
+                    }
+                }
+                SessionMsg::Detach(id) => state.attachers.retain(|(a, _)| *a != id),
+                #[cfg(debug_assertions)]
+                SessionMsg::DebugPanic => panic!("fault injected by debug.panic"),
+                SessionMsg::SetRestartPolicy(policy, reply) => {
+                    let result = if policy.is_some() && state.view.command.is_none() {
+                        Err(ErrorBody::invalid(
+                            "a restart policy needs a session with a command",
+                        ))
                     } else {
+                        state.view.restart_policy = policy;
+                        if state.view.restart_policy.is_none()
+                            && state.view.lifecycle == Lifecycle::Backoff
+                        {
+                            // Turning the policy off cancels a pending restart.
+                            state.restart_generation += 1;
+                            state.view.lifecycle = Lifecycle::Exited;
+                            state.view.next_restart_at = None;
+                            state.lifecycle_changed();
+                        } else {
+                            state.touch();
+                            state.publish();
+                        }
+                        Ok(state.view.clone())
+                    };
+                    state.ack(reply, result);
+                }
+                // `View` answers a create: it goes through the journal like any acknowledgement.
+                SessionMsg::View(reply) => state.ack(reply, Ok(state.view.clone())),
+                SessionMsg::Update {
+                    status,
+                    metadata,
+                    source,
+                    reply,
+                } => {
+                    let result = state.update(status, metadata, source);
+                    state.ack(reply, result);
+                }
+                SessionMsg::Declare {
+                    declaration,
+                    source,
+                    reply,
+                } => {
+                    let result = state.apply(declaration, source);
+                    state.ack(reply, result);
+                }
+                SessionMsg::Events { since, reply } => {
+                    let _ = reply.send(state.audit.since(since));
+                }
+                SessionMsg::Watch { lines, reply } => {
+                    state.next_id += 1;
+                    let id = state.next_id;
+                    if reply.send((id, state.view.clone())).is_ok() {
+                        if state.view.lifecycle.has_ended() {
+                            let _ = lines.try_send(WatchLine::End);
+                        } else {
+                            state.watchers.push(Watcher { id, lines });
+                            Stats::add(&state.spawn.stats.watchers, 1);
+                        }
+                    }
+                }
+                SessionMsg::SetGroup(group, reply) => {
+                    if state.view.group != group {
+                        if let Some(old) = state.view.group.take() {
+                            state.mechanical_in("group.left", None, Some(old));
+                        }
+                        state.view.group = group.clone();
+                        if let Some(new) = group {
+                            state.mechanical_in("group.joined", None, Some(new));
+                        }
                         state.touch();
                         state.publish();
                     }
-                    Ok(state.view.clone())
-                };
-                state.ack(reply, result);
-            }
-            // `View` answers a create: it goes through the journal like any acknowledgement.
-            SessionMsg::View(reply) => state.ack(reply, Ok(state.view.clone())),
-            SessionMsg::Update {
-                status,
-                metadata,
-                source,
-                reply,
-            } => {
-                let result = state.update(status, metadata, source);
-                state.ack(reply, result);
-            }
-            SessionMsg::Declare {
-                declaration,
-                source,
-                reply,
-            } => {
-                let result = state.apply(declaration, source);
-                state.ack(reply, result);
-            }
-            SessionMsg::Events { since, reply } => {
-                let _ = reply.send(state.audit.since(since));
-            }
-            SessionMsg::Watch { lines, reply } => {
-                state.next_id += 1;
-                let id = state.next_id;
-                if reply.send((id, state.view.clone())).is_ok() {
-                    if state.view.lifecycle.has_ended() {
-                        let _ = lines.try_send(WatchLine::End);
-                    } else {
-                        state.watchers.push(Watcher { id, lines });
-                        Stats::add(&state.spawn.stats.watchers, 1);
+                    state.ack(reply, Ok(state.view.clone()));
+                }
+                SessionMsg::SetParent(parent, reply) => {
+                    // Re-setting the same parent is a no-op: no event, no updated_at bump.
+                    if state.view.parent_id != parent {
+                        state.view.parent_id = parent.clone();
+                        match parent {
+                            Some(p) => state.mechanical(
+                                "parent.set",
+                                Some(serde_json::json!({ "parent_id": p })),
+                            ),
+                            None => state.mechanical("parent.cleared", None),
+                        }
+                        state.touch();
+                        state.publish();
+                    }
+                    state.ack(reply, Ok(state.view.clone()));
+                }
+                SessionMsg::Read(params, reply) => {
+                    let _ = reply.send(state.read(&params));
+                }
+                SessionMsg::Run {
+                    command,
+                    timeout,
+                    started,
+                    reply,
+                } => state.start_run(&myself, command, timeout, started, reply),
+                SessionMsg::RunExpired(id) => {
+                    if let Some(pos) = state.runs.iter().position(|r| r.id == id) {
+                        let run = state.runs.swap_remove(pos);
+                        let _ = run.reply.send(Err(ErrorBody::new(
+                            ErrorCode::Timeout,
+                            format!(
+                                "run gave up after {} ms without seeing its end marker",
+                                run.started.elapsed().as_millis()
+                            ),
+                        )
+                        .with_remedy(
+                            "raise --timeout, or check the session is at a shell prompt",
+                        )));
                     }
                 }
-            }
-            SessionMsg::SetGroup(group, reply) => {
-                if state.view.group != group {
-                    if let Some(old) = state.view.group.take() {
-                        state.mechanical_in("group.left", None, Some(old));
-                    }
-                    state.view.group = group.clone();
-                    if let Some(new) = group {
-                        state.mechanical_in("group.joined", None, Some(new));
-                    }
-                    state.touch();
-                    state.publish();
+                SessionMsg::SendKeys(keys, reply) => {
+                    let app_cursor = state.screen.flags().app_cursor;
+                    let bytes = maxx_protocol::keys::encode(&keys, app_cursor);
+                    state.write_input(bytes, "send keys to", reply);
                 }
-                state.ack(reply, Ok(state.view.clone()));
-            }
-            SessionMsg::SetParent(parent, reply) => {
-                // Re-setting the same parent is a no-op: no event, no updated_at bump.
-                if state.view.parent_id != parent {
-                    state.view.parent_id = parent.clone();
-                    match parent {
-                        Some(p) => state
-                            .mechanical("parent.set", Some(serde_json::json!({ "parent_id": p }))),
-                        None => state.mechanical("parent.cleared", None),
+                SessionMsg::Paste(text, reply) => {
+                    let bytes = paste_bytes(&text, state.screen.flags().bracketed_paste);
+                    state.write_input(bytes, "paste into", reply);
+                }
+                SessionMsg::Resize(size, reply) => {
+                    let result = state.resize(size);
+                    state.ack(reply, result);
+                }
+                SessionMsg::Archive(reason, reply) => {
+                    state.archive(reason);
+                    state.ack(reply, Ok(state.view.clone()));
+                }
+                SessionMsg::Restart(command, reply) => {
+                    let result = state.restart(&myself, command, None);
+                    state.ack(reply, result);
+                }
+                SessionMsg::Unwatch(id) => {
+                    let before = state.watchers.len();
+                    state.watchers.retain(|w| w.id != id);
+                    Stats::add(
+                        &state.spawn.stats.watchers,
+                        state.watchers.len() as i64 - before as i64,
+                    );
+                }
+                SessionMsg::Action(params, reply) => state.action(params, reply),
+                SessionMsg::Wait {
+                    condition,
+                    timeout,
+                    reply,
+                } => {
+                    // An edge-triggered event wait starts from the log as it is now.
+                    let condition = match condition {
+                        WaitCondition::Event { name, since: None } => WaitCondition::Event {
+                            name,
+                            since: Some(state.last_seq()),
+                        },
+                        other => other,
+                    };
+                    if let WaitCondition::Text(pattern) = &condition {
+                        // Level-triggered: text already on the screen matches at once. A closed
+                        // session has no screen (nor should a wait build one).
+                        if state.pty.is_some() && state.screen_matches(pattern, None) {
+                            let _ = reply.send(WaitAnswer {
+                                outcome: Outcome::Matched,
+                                session: state.view.clone(),
+                                event: None,
+                            });
+                            break 'msg;
+                        }
                     }
-                    state.touch();
-                    state.publish();
-                }
-                state.ack(reply, Ok(state.view.clone()));
-            }
-            SessionMsg::Read(params, reply) => {
-                let _ = reply.send(state.read(&params));
-            }
-            SessionMsg::Run {
-                command,
-                timeout,
-                started,
-                reply,
-            } => state.start_run(&myself, command, timeout, started, reply),
-            SessionMsg::RunExpired(id) => {
-                if let Some(pos) = state.runs.iter().position(|r| r.id == id) {
-                    let run = state.runs.swap_remove(pos);
-                    let _ = run.reply.send(Err(ErrorBody::new(
-                        ErrorCode::Timeout,
-                        format!(
-                            "run gave up after {} ms without seeing its end marker",
-                            run.started.elapsed().as_millis()
-                        ),
-                    )
-                    .with_remedy("raise --timeout, or check the session is at a shell prompt")));
-                }
-            }
-            SessionMsg::SendKeys(keys, reply) => {
-                let app_cursor = state.screen.flags().app_cursor;
-                let bytes = maxx_protocol::keys::encode(&keys, app_cursor);
-                state.write_input(bytes, "send keys to", reply);
-            }
-            SessionMsg::Paste(text, reply) => {
-                let bytes = paste_bytes(&text, state.screen.flags().bracketed_paste);
-                state.write_input(bytes, "paste into", reply);
-            }
-            SessionMsg::Resize(size, reply) => {
-                let result = state.resize(size);
-                state.ack(reply, result);
-            }
-            SessionMsg::Archive(reason, reply) => {
-                state.archive(reason);
-                state.ack(reply, Ok(state.view.clone()));
-            }
-            SessionMsg::Restart(command, reply) => {
-                let result = state.restart(&myself, command, None);
-                state.ack(reply, result);
-            }
-            SessionMsg::Unwatch(id) => {
-                let before = state.watchers.len();
-                state.watchers.retain(|w| w.id != id);
-                Stats::add(
-                    &state.spawn.stats.watchers,
-                    state.watchers.len() as i64 - before as i64,
-                );
-            }
-            SessionMsg::Action(params, reply) => state.action(params, reply),
-            SessionMsg::Wait {
-                condition,
-                timeout,
-                reply,
-            } => {
-                // An edge-triggered event wait starts from the log as it is now.
-                let condition = match condition {
-                    WaitCondition::Event { name, since: None } => WaitCondition::Event {
-                        name,
-                        since: Some(state.last_seq()),
-                    },
-                    other => other,
-                };
-                if let WaitCondition::Text(pattern) = &condition {
-                    // Level-triggered: text already on the screen matches at once. A closed
-                    // session has no screen (nor should a wait build one).
-                    if state.pty.is_some() && state.screen_matches(pattern, None) {
+                    if let Some((outcome, event)) = state.check(&condition) {
                         let _ = reply.send(WaitAnswer {
-                            outcome: Outcome::Matched,
+                            outcome,
+                            session: state.view.clone(),
+                            event,
+                        });
+                        break 'msg;
+                    }
+                    state.prune_waiters();
+                    state.next_id += 1;
+                    let id = state.next_id;
+                    state.waiters.push(Waiter {
+                        id,
+                        condition,
+                        reply,
+                    });
+                    Stats::add(&state.spawn.stats.waiters, 1);
+                    myself.send_after(timeout, move || SessionMsg::WaitExpired(id));
+                }
+                SessionMsg::Unfocused => {
+                    if state.view.focused {
+                        state.view.focused = false;
+                        state.publish();
+                    }
+                }
+                SessionMsg::WaitExpired(id) => {
+                    if let Some(pos) = state.waiters.iter().position(|w| w.id == id) {
+                        let waiter = state.waiters.swap_remove(pos);
+                        Stats::add(&state.spawn.stats.waiters, -1);
+                        let _ = waiter.reply.send(WaitAnswer {
+                            outcome: Outcome::Timeout,
                             session: state.view.clone(),
                             event: None,
                         });
-                        return Ok(());
                     }
                 }
-                if let Some((outcome, event)) = state.check(&condition) {
-                    let _ = reply.send(WaitAnswer {
-                        outcome,
-                        session: state.view.clone(),
-                        event,
-                    });
-                    return Ok(());
-                }
-                state.prune_waiters();
-                state.next_id += 1;
-                let id = state.next_id;
-                state.waiters.push(Waiter {
-                    id,
-                    condition,
+                SessionMsg::Register {
+                    registration_token,
                     reply,
-                });
-                Stats::add(&state.spawn.stats.waiters, 1);
-                myself.send_after(timeout, move || SessionMsg::WaitExpired(id));
-            }
-            SessionMsg::Unfocused => {
-                if state.view.focused {
-                    state.view.focused = false;
-                    state.publish();
-                }
-            }
-            SessionMsg::WaitExpired(id) => {
-                if let Some(pos) = state.waiters.iter().position(|w| w.id == id) {
-                    let waiter = state.waiters.swap_remove(pos);
-                    Stats::add(&state.spawn.stats.waiters, -1);
-                    let _ = waiter.reply.send(WaitAnswer {
-                        outcome: Outcome::Timeout,
-                        session: state.view.clone(),
-                        event: None,
+                } => {
+                    let ok = constant_time_eq(
+                        registration_token.as_bytes(),
+                        state.registration_token.as_bytes(),
+                    ) && state.pty.is_some();
+                    let _ = reply.send(if ok {
+                        Ok(state.view.clone())
+                    } else {
+                        Err(registration_refused())
                     });
                 }
             }
-            SessionMsg::Register {
-                registration_token,
-                reply,
-            } => {
-                let ok = constant_time_eq(
-                    registration_token.as_bytes(),
-                    state.registration_token.as_bytes(),
-                ) && state.pty.is_some();
-                let _ = reply.send(if ok {
-                    Ok(state.view.clone())
-                } else {
-                    Err(registration_refused())
-                });
-            }
+        }
+        // A closed record needs no actor between requests: retire once it has been idle a
+        // moment, so a burst of requests is served by one actor rather than racing its
+        // hand-over.
+        if state.retirable() {
+            let handled = state.handled;
+            myself.send_after(RETIRE_IDLE, move || SessionMsg::RetireIfIdle(handled));
         }
         Ok(())
     }
@@ -873,6 +962,42 @@ impl SessionState {
         self.attachers = Vec::new();
         self.audit.shrink_to_fit();
         crate::memory::churn(&self.spawn.stats, crate::memory::SURFACE_CHURN);
+    }
+
+    /// Nothing here needs an actor: no surface, and nobody waiting, watching or running.
+    fn retirable(&self) -> bool {
+        self.view.lifecycle.is_terminal()
+            && self.pty.is_none()
+            && self.waiters.is_empty()
+            && self.watchers.is_empty()
+            && self.runs.is_empty()
+            && self.attachers.is_empty()
+    }
+
+    /// Hand the record to the registry as [`Dormant`] and stop. A request already routed
+    /// here and not yet handled is dropped with the mailbox; its sender sees the actor
+    /// gone and resolves the session again, which wakes a new actor.
+    fn retire(&mut self, myself: &ActorRef<SessionMsg>) {
+        let dormant = Box::new(Dormant {
+            audit: std::mem::take(&mut self.audit),
+            env: std::mem::take(&mut self.env),
+            scrollback_lines: self.scrollback_lines,
+            restart_times: std::mem::take(&mut self.restart_times),
+        });
+        match self.registry.cast(RegistryMsg::Retire {
+            actor: myself.clone(),
+            view: Box::new(self.view.clone()),
+            dormant,
+        }) {
+            Ok(()) => myself.stop(None),
+            Err(ractor::MessagingErr::SendErr(RegistryMsg::Retire { dormant, .. })) => {
+                // The registry is gone (daemon stopping): stay as we are.
+                self.audit = dormant.audit;
+                self.env = dormant.env;
+                self.restart_times = dormant.restart_times;
+            }
+            Err(_) => {}
+        }
     }
 
     /// `archive`: close the surface, keep the record; a second archive changes nothing.
