@@ -578,271 +578,278 @@ impl Actor for SessionActor {
             return Ok(());
         }
         state.handled += 1;
-        'msg: {
-            match msg {
-                SessionMsg::RetireIfIdle(_) => {} // handled above
-                SessionMsg::Pump(event) => state.on_pump(&myself, event),
-                SessionMsg::AutoRestart(generation) => {
-                    if generation == state.restart_generation
-                        && state.view.lifecycle == Lifecycle::Backoff
-                    {
-                        let attempt = state.restart_times.len() as u32 + 1;
-                        state.restart_times.push_back(std::time::Instant::now());
-                        let mut trigger = state.last_exit.clone().unwrap_or(Value::Null);
-                        trigger["automatic"] = Value::Bool(true);
-                        trigger["attempt"] = attempt.into();
-                        if let Err(e) = state.restart(&myself, None, Some(trigger)) {
-                            tracing::warn!(session_id = state.view.session_id, error = %e, "automatic restart failed");
-                        }
-                    }
-                }
-                SessionMsg::Attach { output, reply } => {
-                    if state.pty.is_none() || state.view.lifecycle.has_ended() {
-                        let _ = reply.send(Err(ErrorBody::ended(
-                            &state.view.session_id,
-                            "there is no running program to attach to",
-                        )));
-                        break 'msg;
-                    }
-                    state.next_id += 1;
-                    let id = state.next_id;
-                    let repaint = state.repaint();
-                    if reply.send(Ok((id, state.view.clone(), repaint))).is_ok() {
-                        state.attachers.push((id, output));
-                    }
-                }
-                SessionMsg::AttachInput(bytes) => {
-                    if let Some(pty) = &state.pty {
-                        drop(pty.write(bytes));
-                    }
-                }
-                SessionMsg::Detach(id) => state.attachers.retain(|(a, _)| *a != id),
-                #[cfg(debug_assertions)]
-                SessionMsg::DebugPanic => panic!("fault injected by debug.panic"),
-                SessionMsg::SetRestartPolicy(policy, reply) => {
-                    let result = if policy.is_some() && state.view.command.is_none() {
-                        Err(ErrorBody::invalid(
-                            "a restart policy needs a session with a command",
-                        ))
-                    } else {
-                        state.view.restart_policy = policy;
-                        if state.view.restart_policy.is_none()
-                            && state.view.lifecycle == Lifecycle::Backoff
-                        {
-                            // Turning the policy off cancels a pending restart.
-                            state.restart_generation += 1;
-                            state.view.lifecycle = Lifecycle::Exited;
-                            state.view.next_restart_at = None;
-                            state.lifecycle_changed();
-                        } else {
-                            state.touch();
-                            state.publish();
-                        }
-                        Ok(state.view.clone())
-                    };
-                    state.ack(reply, result);
-                }
-                // `View` answers a create: it goes through the journal like any acknowledgement.
-                SessionMsg::View(reply) => state.ack(reply, Ok(state.view.clone())),
-                SessionMsg::Update {
-                    status,
-                    metadata,
-                    source,
-                    reply,
-                } => {
-                    let result = state.update(status, metadata, source);
-                    state.ack(reply, result);
-                }
-                SessionMsg::Declare {
-                    declaration,
-                    source,
-                    reply,
-                } => {
-                    let result = state.apply(declaration, source);
-                    state.ack(reply, result);
-                }
-                SessionMsg::Events { since, reply } => {
-                    let _ = reply.send(state.audit.since(since));
-                }
-                SessionMsg::Watch { lines, reply } => {
-                    state.next_id += 1;
-                    let id = state.next_id;
-                    if reply.send((id, state.view.clone())).is_ok() {
-                        if state.view.lifecycle.has_ended() {
-                            let _ = lines.try_send(WatchLine::End);
-                        } else {
-                            state.watchers.push(Watcher { id, lines });
-                            Stats::add(&state.spawn.stats.watchers, 1);
-                        }
-                    }
-                }
-                SessionMsg::SetGroup(group, reply) => {
-                    if state.view.group != group {
-                        if let Some(old) = state.view.group.take() {
-                            state.mechanical_in("group.left", None, Some(old));
-                        }
-                        state.view.group = group.clone();
-                        if let Some(new) = group {
-                            state.mechanical_in("group.joined", None, Some(new));
-                        }
-                        state.touch();
-                        state.publish();
-                    }
-                    state.ack(reply, Ok(state.view.clone()));
-                }
-                SessionMsg::SetParent(parent, reply) => {
-                    // Re-setting the same parent is a no-op: no event, no updated_at bump.
-                    if state.view.parent_id != parent {
-                        state.view.parent_id = parent.clone();
-                        match parent {
-                            Some(p) => state.mechanical(
-                                "parent.set",
-                                Some(serde_json::json!({ "parent_id": p })),
-                            ),
-                            None => state.mechanical("parent.cleared", None),
-                        }
-                        state.touch();
-                        state.publish();
-                    }
-                    state.ack(reply, Ok(state.view.clone()));
-                }
-                SessionMsg::Read(params, reply) => {
-                    let _ = reply.send(state.read(&params));
-                }
-                SessionMsg::Run {
-                    command,
-                    timeout,
-                    started,
-                    reply,
-                } => state.start_run(&myself, command, timeout, started, reply),
-                SessionMsg::RunExpired(id) => {
-                    if let Some(pos) = state.runs.iter().position(|r| r.id == id) {
-                        let run = state.runs.swap_remove(pos);
-                        let _ = run.reply.send(Err(ErrorBody::new(
-                            ErrorCode::Timeout,
-                            format!(
-                                "run gave up after {} ms without seeing its end marker",
-                                run.started.elapsed().as_millis()
-                            ),
-                        )
-                        .with_remedy(
-                            "raise --timeout, or check the session is at a shell prompt",
-                        )));
-                    }
-                }
-                SessionMsg::SendKeys(keys, reply) => {
-                    let app_cursor = state.screen.flags().app_cursor;
-                    let bytes = maxx_protocol::keys::encode(&keys, app_cursor);
-                    state.write_input(bytes, "send keys to", reply);
-                }
-                SessionMsg::Paste(text, reply) => {
-                    let bytes = paste_bytes(&text, state.screen.flags().bracketed_paste);
-                    state.write_input(bytes, "paste into", reply);
-                }
-                SessionMsg::Resize(size, reply) => {
-                    let result = state.resize(size);
-                    state.ack(reply, result);
-                }
-                SessionMsg::Archive(reason, reply) => {
-                    state.archive(reason);
-                    state.ack(reply, Ok(state.view.clone()));
-                }
-                SessionMsg::Restart(command, reply) => {
-                    let result = state.restart(&myself, command, None);
-                    state.ack(reply, result);
-                }
-                SessionMsg::Unwatch(id) => {
-                    let before = state.watchers.len();
-                    state.watchers.retain(|w| w.id != id);
-                    Stats::add(
-                        &state.spawn.stats.watchers,
-                        state.watchers.len() as i64 - before as i64,
-                    );
-                }
-                SessionMsg::Action(params, reply) => state.action(params, reply),
-                SessionMsg::Wait {
-                    condition,
-                    timeout,
-                    reply,
-                } => {
-                    // An edge-triggered event wait starts from the log as it is now.
-                    let condition = match condition {
-                        WaitCondition::Event { name, since: None } => WaitCondition::Event {
-                            name,
-                            since: Some(state.last_seq()),
-                        },
-                        other => other,
-                    };
-                    if let WaitCondition::Text(pattern) = &condition {
-                        // Level-triggered: text already on the screen matches at once. A closed
-                        // session has no screen (nor should a wait build one).
-                        if state.pty.is_some() && state.screen_matches(pattern, None) {
-                            let _ = reply.send(WaitAnswer {
-                                outcome: Outcome::Matched,
-                                session: state.view.clone(),
-                                event: None,
-                            });
-                            break 'msg;
-                        }
-                    }
-                    if let Some((outcome, event)) = state.check(&condition) {
-                        let _ = reply.send(WaitAnswer {
-                            outcome,
-                            session: state.view.clone(),
-                            event,
-                        });
-                        break 'msg;
-                    }
-                    state.prune_waiters();
-                    state.next_id += 1;
-                    let id = state.next_id;
-                    state.waiters.push(Waiter {
-                        id,
-                        condition,
-                        reply,
-                    });
-                    Stats::add(&state.spawn.stats.waiters, 1);
-                    myself.send_after(timeout, move || SessionMsg::WaitExpired(id));
-                }
-                SessionMsg::Unfocused => {
-                    if state.view.focused {
-                        state.view.focused = false;
-                        state.publish();
-                    }
-                }
-                SessionMsg::WaitExpired(id) => {
-                    if let Some(pos) = state.waiters.iter().position(|w| w.id == id) {
-                        let waiter = state.waiters.swap_remove(pos);
-                        Stats::add(&state.spawn.stats.waiters, -1);
-                        let _ = waiter.reply.send(WaitAnswer {
-                            outcome: Outcome::Timeout,
-                            session: state.view.clone(),
-                            event: None,
-                        });
-                    }
-                }
-                SessionMsg::Register {
-                    registration_token,
-                    reply,
-                } => {
-                    let ok = constant_time_eq(
-                        registration_token.as_bytes(),
-                        state.registration_token.as_bytes(),
-                    ) && state.pty.is_some();
-                    let _ = reply.send(if ok {
-                        Ok(state.view.clone())
-                    } else {
-                        Err(registration_refused())
-                    });
-                }
-            }
-        }
+        Self::dispatch(&myself, msg, state)?;
         // A closed record needs no actor between requests: retire once it has been idle a
         // moment, so a burst of requests is served by one actor rather than racing its
         // hand-over.
         if state.retirable() {
             let handled = state.handled;
             myself.send_after(RETIRE_IDLE, move || SessionMsg::RetireIfIdle(handled));
+        }
+        Ok(())
+    }
+}
+
+impl SessionActor {
+    /// Handle one message (the body of [`Actor::handle`]).
+    fn dispatch(
+        myself: &ActorRef<SessionMsg>,
+        msg: SessionMsg,
+        state: &mut SessionState,
+    ) -> Result<(), ActorProcessingErr> {
+        let myself = myself.clone();
+        match msg {
+            SessionMsg::RetireIfIdle(_) => {} // handled in `handle`
+            SessionMsg::Pump(event) => state.on_pump(&myself, event),
+            SessionMsg::AutoRestart(generation) => {
+                if generation == state.restart_generation
+                    && state.view.lifecycle == Lifecycle::Backoff
+                {
+                    let attempt = state.restart_times.len() as u32 + 1;
+                    state.restart_times.push_back(std::time::Instant::now());
+                    let mut trigger = state.last_exit.clone().unwrap_or(Value::Null);
+                    trigger["automatic"] = Value::Bool(true);
+                    trigger["attempt"] = attempt.into();
+                    if let Err(e) = state.restart(&myself, None, Some(trigger)) {
+                        tracing::warn!(session_id = state.view.session_id, error = %e, "automatic restart failed");
+                    }
+                }
+            }
+            SessionMsg::Attach { output, reply } => {
+                if state.pty.is_none() || state.view.lifecycle.has_ended() {
+                    let _ = reply.send(Err(ErrorBody::ended(
+                        &state.view.session_id,
+                        "there is no running program to attach to",
+                    )));
+                    return Ok(());
+                }
+                state.next_id += 1;
+                let id = state.next_id;
+                let repaint = state.repaint();
+                if reply.send(Ok((id, state.view.clone(), repaint))).is_ok() {
+                    state.attachers.push((id, output));
+                }
+            }
+            SessionMsg::AttachInput(bytes) => {
+                if let Some(pty) = &state.pty {
+                    drop(pty.write(bytes));
+                }
+            }
+            SessionMsg::Detach(id) => state.attachers.retain(|(a, _)| *a != id),
+            #[cfg(debug_assertions)]
+            SessionMsg::DebugPanic => panic!("fault injected by debug.panic"),
+            SessionMsg::SetRestartPolicy(policy, reply) => {
+                let result = if policy.is_some() && state.view.command.is_none() {
+                    Err(ErrorBody::invalid(
+                        "a restart policy needs a session with a command",
+                    ))
+                } else {
+                    state.view.restart_policy = policy;
+                    if state.view.restart_policy.is_none()
+                        && state.view.lifecycle == Lifecycle::Backoff
+                    {
+                        // Turning the policy off cancels a pending restart.
+                        state.restart_generation += 1;
+                        state.view.lifecycle = Lifecycle::Exited;
+                        state.view.next_restart_at = None;
+                        state.lifecycle_changed();
+                    } else {
+                        state.touch();
+                        state.publish();
+                    }
+                    Ok(state.view.clone())
+                };
+                state.ack(reply, result);
+            }
+            // `View` answers a create: it goes through the journal like any acknowledgement.
+            SessionMsg::View(reply) => state.ack(reply, Ok(state.view.clone())),
+            SessionMsg::Update {
+                status,
+                metadata,
+                source,
+                reply,
+            } => {
+                let result = state.update(status, metadata, source);
+                state.ack(reply, result);
+            }
+            SessionMsg::Declare {
+                declaration,
+                source,
+                reply,
+            } => {
+                let result = state.apply(declaration, source);
+                state.ack(reply, result);
+            }
+            SessionMsg::Events { since, reply } => {
+                let _ = reply.send(state.audit.since(since));
+            }
+            SessionMsg::Watch { lines, reply } => {
+                state.next_id += 1;
+                let id = state.next_id;
+                if reply.send((id, state.view.clone())).is_ok() {
+                    if state.view.lifecycle.has_ended() {
+                        let _ = lines.try_send(WatchLine::End);
+                    } else {
+                        state.watchers.push(Watcher { id, lines });
+                        Stats::add(&state.spawn.stats.watchers, 1);
+                    }
+                }
+            }
+            SessionMsg::SetGroup(group, reply) => {
+                if state.view.group != group {
+                    if let Some(old) = state.view.group.take() {
+                        state.mechanical_in("group.left", None, Some(old));
+                    }
+                    state.view.group = group.clone();
+                    if let Some(new) = group {
+                        state.mechanical_in("group.joined", None, Some(new));
+                    }
+                    state.touch();
+                    state.publish();
+                }
+                state.ack(reply, Ok(state.view.clone()));
+            }
+            SessionMsg::SetParent(parent, reply) => {
+                // Re-setting the same parent is a no-op: no event, no updated_at bump.
+                if state.view.parent_id != parent {
+                    state.view.parent_id = parent.clone();
+                    match parent {
+                        Some(p) => state
+                            .mechanical("parent.set", Some(serde_json::json!({ "parent_id": p }))),
+                        None => state.mechanical("parent.cleared", None),
+                    }
+                    state.touch();
+                    state.publish();
+                }
+                state.ack(reply, Ok(state.view.clone()));
+            }
+            SessionMsg::Read(params, reply) => {
+                let _ = reply.send(state.read(&params));
+            }
+            SessionMsg::Run {
+                command,
+                timeout,
+                started,
+                reply,
+            } => state.start_run(&myself, command, timeout, started, reply),
+            SessionMsg::RunExpired(id) => {
+                if let Some(pos) = state.runs.iter().position(|r| r.id == id) {
+                    let run = state.runs.swap_remove(pos);
+                    let _ = run.reply.send(Err(ErrorBody::new(
+                        ErrorCode::Timeout,
+                        format!(
+                            "run gave up after {} ms without seeing its end marker",
+                            run.started.elapsed().as_millis()
+                        ),
+                    )
+                    .with_remedy("raise --timeout, or check the session is at a shell prompt")));
+                }
+            }
+            SessionMsg::SendKeys(keys, reply) => {
+                let app_cursor = state.screen.flags().app_cursor;
+                let bytes = maxx_protocol::keys::encode(&keys, app_cursor);
+                state.write_input(bytes, "send keys to", reply);
+            }
+            SessionMsg::Paste(text, reply) => {
+                let bytes = paste_bytes(&text, state.screen.flags().bracketed_paste);
+                state.write_input(bytes, "paste into", reply);
+            }
+            SessionMsg::Resize(size, reply) => {
+                let result = state.resize(size);
+                state.ack(reply, result);
+            }
+            SessionMsg::Archive(reason, reply) => {
+                state.archive(reason);
+                state.ack(reply, Ok(state.view.clone()));
+            }
+            SessionMsg::Restart(command, reply) => {
+                let result = state.restart(&myself, command, None);
+                state.ack(reply, result);
+            }
+            SessionMsg::Unwatch(id) => {
+                let before = state.watchers.len();
+                state.watchers.retain(|w| w.id != id);
+                Stats::add(
+                    &state.spawn.stats.watchers,
+                    state.watchers.len() as i64 - before as i64,
+                );
+            }
+            SessionMsg::Action(params, reply) => state.action(params, reply),
+            SessionMsg::Wait {
+                condition,
+                timeout,
+                reply,
+            } => {
+                // An edge-triggered event wait starts from the log as it is now.
+                let condition = match condition {
+                    WaitCondition::Event { name, since: None } => WaitCondition::Event {
+                        name,
+                        since: Some(state.last_seq()),
+                    },
+                    other => other,
+                };
+                if let WaitCondition::Text(pattern) = &condition {
+                    // Level-triggered: text already on the screen matches at once. A closed
+                    // session has no screen (nor should a wait build one).
+                    if state.pty.is_some() && state.screen_matches(pattern, None) {
+                        let _ = reply.send(WaitAnswer {
+                            outcome: Outcome::Matched,
+                            session: state.view.clone(),
+                            event: None,
+                        });
+                        return Ok(());
+                    }
+                }
+                if let Some((outcome, event)) = state.check(&condition) {
+                    let _ = reply.send(WaitAnswer {
+                        outcome,
+                        session: state.view.clone(),
+                        event,
+                    });
+                    return Ok(());
+                }
+                state.prune_waiters();
+                state.next_id += 1;
+                let id = state.next_id;
+                state.waiters.push(Waiter {
+                    id,
+                    condition,
+                    reply,
+                });
+                Stats::add(&state.spawn.stats.waiters, 1);
+                myself.send_after(timeout, move || SessionMsg::WaitExpired(id));
+            }
+            SessionMsg::Unfocused => {
+                if state.view.focused {
+                    state.view.focused = false;
+                    state.publish();
+                }
+            }
+            SessionMsg::WaitExpired(id) => {
+                if let Some(pos) = state.waiters.iter().position(|w| w.id == id) {
+                    let waiter = state.waiters.swap_remove(pos);
+                    Stats::add(&state.spawn.stats.waiters, -1);
+                    let _ = waiter.reply.send(WaitAnswer {
+                        outcome: Outcome::Timeout,
+                        session: state.view.clone(),
+                        event: None,
+                    });
+                }
+            }
+            SessionMsg::Register {
+                registration_token,
+                reply,
+            } => {
+                let ok = constant_time_eq(
+                    registration_token.as_bytes(),
+                    state.registration_token.as_bytes(),
+                ) && state.pty.is_some();
+                let _ = reply.send(if ok {
+                    Ok(state.view.clone())
+                } else {
+                    Err(registration_refused())
+                });
+            }
         }
         Ok(())
     }
