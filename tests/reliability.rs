@@ -947,3 +947,39 @@ fn requests_racing_a_closed_sessions_retirement_are_all_answered() {
     });
     assert_eq!(d.stat("waiters"), 0);
 }
+
+/// A dormant record (its actor retired) takes a declaration exactly as a live one: the
+/// woken actor starts from the record as the session last had it, not from the registry's
+/// copy (which holds a parent edge reserved by the request itself).
+#[test]
+fn a_dormant_record_takes_declarations_and_they_persist() {
+    let mut d = Daemon::start();
+    let parent = sid(&d.create(json!({"command": "sleep 60"})));
+    let child = sid(&d.create(json!({"command": "sleep 60"})));
+    d.ok("sessions.cancel", json!({"session_id": child}));
+    wait_for("the closed child's actor to retire", T, || {
+        (d.stat("sessions") == 1).then_some(())
+    });
+    d.ok(
+        "sessions.set-parent",
+        json!({"session_id": child, "parent": parent}),
+    );
+    // Acknowledged means journaled: it survives kill -9 with nothing written after it.
+    d.stop_with(libc::SIGKILL);
+    d.restart();
+    assert_eq!(d.get(&child)["parent_id"], parent.as_str());
+    // And again on the restored (dormant at once) record.
+    d.ok(
+        "sessions.set-metadata",
+        json!({"session_id": child, "key": "k", "value": "v"}),
+    );
+    d.ok(
+        "sessions.set-parent",
+        json!({"session_id": child, "parent": ""}),
+    );
+    d.stop_with(libc::SIGKILL);
+    d.restart();
+    let v = d.get(&child);
+    assert!(v["parent_id"].is_null(), "{v}");
+    assert_eq!(v["metadata"]["k"], "v", "{v}");
+}

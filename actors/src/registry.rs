@@ -37,9 +37,10 @@ pub enum RegistryMsg {
     Retire {
         /// The stopping actor (ignored unless it is still the session's).
         actor: ActorRef<SessionMsg>,
-        /// The record as it left it.
-        view: Box<SessionView>,
-        /// The rest of its state.
+        /// Its session.
+        session_id: String,
+        /// Its state (the registry's copy of the record is already up to date: every
+        /// change was published).
         dormant: Box<Dormant>,
     },
     /// What waking a session actor needs (sent once, after the tree is built).
@@ -315,7 +316,7 @@ impl RegistryState {
         self.wakes += 1;
         let args = SessionArgs {
             session_id: id.to_string(),
-            start: SessionStart::Woken(entry.view.clone(), dormant),
+            start: SessionStart::Woken(dormant),
             registry: myself.clone(),
             spawn: waker.spawn.clone(),
             bus: waker.bus.clone(),
@@ -556,17 +557,16 @@ impl Actor for RegistryActor {
             }
             RegistryMsg::Retire {
                 actor,
-                view,
+                session_id,
                 dormant,
             } => {
-                if let Some(entry) = state.sessions.get_mut(&view.session_id) {
+                if let Some(entry) = state.sessions.get_mut(&session_id) {
                     if entry
                         .actor
                         .as_ref()
                         .is_some_and(|a| a.get_id() == actor.get_id())
                     {
                         entry.actor = None;
-                        entry.view = view;
                         entry.dormant = Some(dormant);
                         crate::memory::churn(&state.stats, crate::memory::RETIRE_CHURN);
                         crate::memory::idle(&state.stats);

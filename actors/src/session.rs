@@ -69,7 +69,7 @@ pub enum SessionStart {
     Recovered(Box<Record>),
     /// A closed or archived record the registry kept while no actor was needed, woken for a
     /// request (see [`Dormant`]).
-    Woken(Box<SessionView>, Box<Dormant>),
+    Woken(Box<Dormant>),
 }
 
 /// How long a closed or archived session's actor stays after its last request before it
@@ -81,6 +81,9 @@ pub const RETIRE_IDLE: Duration = Duration::from_secs(1);
 /// closed record costs this rather than an idle actor (mailboxes, task: ~11 KiB), and wakes
 /// an actor from it when a request needs one.
 pub struct Dormant {
+    /// The record as the actor had it, encoded (one allocation). The registry's copy is not
+    /// used to wake: it may hold a parent edge reserved by the very request being served.
+    view: Box<serde_json::value::RawValue>,
     /// Its audit log (complete: the live log is never trimmed).
     audit: AuditLog,
     /// The create-time env (memory only), for a restart.
@@ -405,6 +408,7 @@ impl Actor for SessionActor {
                         (
                             session,
                             Dormant {
+                                view: Default::default(),
                                 audit: AuditLog::from_entries(&audit),
                                 env: Vec::new(),
                                 scrollback_lines: DEFAULT_SCROLLBACK_LINES,
@@ -413,10 +417,16 @@ impl Actor for SessionActor {
                             true,
                         )
                     }
-                    SessionStart::Woken(view, dormant) => (*view, *dormant, false),
+                    SessionStart::Woken(dormant) => (
+                        serde_json::from_str(dormant.view.get())
+                            .map_err(|e| format!("a dormant record does not decode: {e}"))?,
+                        *dormant,
+                        false,
+                    ),
                     SessionStart::New { .. } => unreachable!("matched above"),
                 };
                 let Dormant {
+                    view: _,
                     audit,
                     env,
                     scrollback_lines,
@@ -985,7 +995,11 @@ impl SessionState {
     /// here and not yet handled is dropped with the mailbox; its sender sees the actor
     /// gone and resolves the session again, which wakes a new actor.
     fn retire(&mut self, myself: &ActorRef<SessionMsg>) {
+        let Ok(view) = serde_json::value::to_raw_value(&self.view) else {
+            return;
+        };
         let dormant = Box::new(Dormant {
+            view,
             audit: std::mem::take(&mut self.audit),
             env: std::mem::take(&mut self.env),
             scrollback_lines: self.scrollback_lines,
@@ -993,7 +1007,7 @@ impl SessionState {
         });
         match self.registry.cast(RegistryMsg::Retire {
             actor: myself.clone(),
-            view: Box::new(self.view.clone()),
+            session_id: self.view.session_id.clone(),
             dormant,
         }) {
             Ok(()) => myself.stop(None),
