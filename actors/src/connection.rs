@@ -330,15 +330,42 @@ fn session_result(view: SessionView) -> Value {
     json!({ "session": view })
 }
 
-/// Ask a session's actor: resolve it (`not_found` / `already_ended`), then ask.
+/// Times a request is routed to a session before giving up (see [`ask_session`]).
+const ROUTE_ATTEMPTS: usize = 8;
+
+/// Ask a session's actor: resolve it (`not_found` / `already_ended`), then ask. A closed
+/// record's actor retires when idle (`session::Dormant`); a request that reached it as it
+/// stopped was dropped unhandled with its mailbox, so it is routed again, and resolving
+/// wakes a fresh actor. `build` may therefore run more than once.
 async fn ask_session<T: Send + 'static>(
     ctx: &DaemonContext,
     session_id: &str,
-    build: impl FnOnce(RpcReplyPort<T>) -> SessionMsg,
+    build: impl Fn(RpcReplyPort<T>) -> SessionMsg,
     timeout: Duration,
 ) -> Result<T, ErrorBody> {
-    let actor = session_actor(ctx, session_id).await?;
-    ask(&actor, build, timeout).await
+    Ok(ask_session_actor(ctx, session_id, build, timeout).await?.1)
+}
+
+/// [`ask_session`], also returning the actor that answered (for a later `Unwatch`).
+async fn ask_session_actor<T: Send + 'static>(
+    ctx: &DaemonContext,
+    session_id: &str,
+    build: impl Fn(RpcReplyPort<T>) -> SessionMsg,
+    timeout: Duration,
+) -> Result<(ActorRef<SessionMsg>, T), ErrorBody> {
+    for _ in 0..ROUTE_ATTEMPTS {
+        let actor = session_actor(ctx, session_id).await?;
+        match actor.call(&build, Some(timeout)).await {
+            Ok(CallResult::Success(t)) => return Ok((actor, t)),
+            Ok(CallResult::Timeout) => {
+                return Err(ErrorBody::internal("the daemon did not answer in time"))
+            }
+            Ok(CallResult::SenderError) | Err(_) => continue,
+        }
+    }
+    Err(ErrorBody::internal(
+        "the actor serving this request stopped",
+    ))
 }
 
 /// The live actor of a session, or `not_found` / `already_ended`.
@@ -428,13 +455,13 @@ async fn route(call: Call, caller: &str, ctx: &DaemonContext) -> Result<Value, E
             Ok(json!({ "sessions": sessions }))
         }
         Call::Declare(p) => {
-            let actor = session_actor(ctx, &p.session_id).await?;
             let source = p.source.unwrap_or_else(|| caller.to_string());
-            ask(
-                &actor,
+            ask_session(
+                ctx,
+                &p.session_id,
                 |reply| SessionMsg::Declare {
-                    declaration: p.declaration,
-                    source,
+                    declaration: p.declaration.clone(),
+                    source: source.clone(),
                     reply,
                 },
                 ACTOR_CALL_TIMEOUT,
@@ -495,13 +522,22 @@ async fn route(call: Call, caller: &str, ctx: &DaemonContext) -> Result<Value, E
         Call::SetGroup { session_id, group } => ask_session(
             ctx,
             &session_id,
-            |r| SessionMsg::SetGroup(group, r),
+            |r| SessionMsg::SetGroup(group.clone(), r),
             ACTOR_CALL_TIMEOUT,
         )
         .await?
         .map(session_result),
         Call::SetParent { session_id, parent } => {
-            let actor = session_actor(ctx, &session_id).await?;
+            if ask(
+                &ctx.registry,
+                |r| RegistryMsg::Lifecycle(session_id.clone(), r),
+                ACTOR_CALL_TIMEOUT,
+            )
+            .await?
+            .is_none()
+            {
+                return Err(ErrorBody::no_session(&session_id));
+            }
             ask(
                 &ctx.registry,
                 |reply| RegistryMsg::ValidateParent {
@@ -512,9 +548,10 @@ async fn route(call: Call, caller: &str, ctx: &DaemonContext) -> Result<Value, E
                 ACTOR_CALL_TIMEOUT,
             )
             .await??;
-            ask(
-                &actor,
-                |r| SessionMsg::SetParent(parent, r),
+            ask_session(
+                ctx,
+                &session_id,
+                |r| SessionMsg::SetParent(parent.clone(), r),
                 ACTOR_CALL_TIMEOUT,
             )
             .await?
@@ -524,7 +561,7 @@ async fn route(call: Call, caller: &str, ctx: &DaemonContext) -> Result<Value, E
         Call::Archive { session_id, reason } => ask_session(
             ctx,
             &session_id,
-            |r| SessionMsg::Archive(reason, r),
+            |r| SessionMsg::Archive(reason.clone(), r),
             ACTOR_CALL_TIMEOUT,
         )
         .await?
@@ -535,7 +572,7 @@ async fn route(call: Call, caller: &str, ctx: &DaemonContext) -> Result<Value, E
         } => ask_session(
             ctx,
             &session_id,
-            |r| SessionMsg::Restart(command, r),
+            |r| SessionMsg::Restart(command.clone(), r),
             ACTOR_CALL_TIMEOUT,
         )
         .await?
@@ -543,18 +580,23 @@ async fn route(call: Call, caller: &str, ctx: &DaemonContext) -> Result<Value, E
         Call::ProfilesList => crate::profiles::list(ctx.profiles_path.as_ref()),
         Call::Read(p) => {
             let id = p.session_id.clone();
-            let resolved: Option<Resolved> = ask(
+            let lifecycle = ask(
                 &ctx.registry,
-                |r| RegistryMsg::Resolve(id.clone(), r),
+                |r| RegistryMsg::Lifecycle(id.clone(), r),
                 ACTOR_CALL_TIMEOUT,
             )
             .await?;
             // A closed or archived session released its screen with its surface.
-            if resolved.is_some_and(|r| r.lifecycle.is_terminal()) {
+            if lifecycle.is_some_and(|l| l.is_terminal()) {
                 return Err(ErrorBody::ended(&id, "its screen went with its surface"));
             }
-            let answer =
-                ask_session(ctx, &id, |r| SessionMsg::Read(p, r), ACTOR_CALL_TIMEOUT).await?;
+            let answer = ask_session(
+                ctx,
+                &id,
+                |r| SessionMsg::Read(p.clone(), r),
+                ACTOR_CALL_TIMEOUT,
+            )
+            .await?;
             Ok(match answer {
                 ReadAnswer::Snapshot(s) => json!(s),
                 ReadAnswer::Dump(text) => json!({ "text": text }),
@@ -567,7 +609,7 @@ async fn route(call: Call, caller: &str, ctx: &DaemonContext) -> Result<Value, E
                 ctx,
                 &p.session_id,
                 |reply| SessionMsg::Run {
-                    command: p.command,
+                    command: p.command.clone(),
                     timeout: p.timeout,
                     started,
                     reply,
@@ -580,7 +622,7 @@ async fn route(call: Call, caller: &str, ctx: &DaemonContext) -> Result<Value, E
         Call::SendKeys { session_id, keys } => ask_session(
             ctx,
             &session_id,
-            |r| SessionMsg::SendKeys(keys, r),
+            |r| SessionMsg::SendKeys(keys.clone(), r),
             INPUT_TIMEOUT,
         )
         .await?
@@ -588,7 +630,7 @@ async fn route(call: Call, caller: &str, ctx: &DaemonContext) -> Result<Value, E
         Call::Paste { session_id, text } => ask_session(
             ctx,
             &session_id,
-            |r| SessionMsg::Paste(text, r),
+            |r| SessionMsg::Paste(text.clone(), r),
             INPUT_TIMEOUT,
         )
         .await?
@@ -596,7 +638,7 @@ async fn route(call: Call, caller: &str, ctx: &DaemonContext) -> Result<Value, E
         Call::SetRestartPolicy { session_id, policy } => ask_session(
             ctx,
             &session_id,
-            |r| SessionMsg::SetRestartPolicy(policy, r),
+            |r| SessionMsg::SetRestartPolicy(policy.clone(), r),
             ACTOR_CALL_TIMEOUT,
         )
         .await?
@@ -615,8 +657,8 @@ async fn route(call: Call, caller: &str, ctx: &DaemonContext) -> Result<Value, E
             ctx,
             &p.session_id,
             |reply| SessionMsg::Update {
-                status: p.status,
-                metadata: p.metadata,
+                status: p.status.clone(),
+                metadata: p.metadata.clone(),
                 source: caller.to_string(),
                 reply,
             },
@@ -664,24 +706,29 @@ async fn route(call: Call, caller: &str, ctx: &DaemonContext) -> Result<Value, E
 }
 
 async fn action(p: ActionParams, ctx: &DaemonContext) -> Result<Value, ErrorBody> {
-    let actor = session_actor(ctx, &p.session_id).await?;
     let action = p.action;
     let timeout = match action {
         ActionKind::Input | ActionKind::Submit => INPUT_TIMEOUT,
         _ => ACTOR_CALL_TIMEOUT,
     };
-    let view = ask(&actor, |reply| SessionMsg::Action(p, reply), timeout).await??;
+    let view = ask_session(
+        ctx,
+        &p.session_id,
+        |reply| SessionMsg::Action(p.clone(), reply),
+        timeout,
+    )
+    .await??;
     Ok(session_result(view))
 }
 
 async fn wait(p: WaitParams, ctx: &DaemonContext) -> Result<Value, ErrorBody> {
-    let actor = session_actor(ctx, &p.session_id).await?;
     let output_only = matches!(&p.condition, WaitCondition::Text(t) if t.output_only);
     // The session actor owns the timer; the call timeout is only a backstop.
-    let answer = ask(
-        &actor,
+    let answer = ask_session(
+        ctx,
+        &p.session_id,
         |reply| SessionMsg::Wait {
-            condition: p.condition,
+            condition: p.condition.clone(),
             timeout: p.timeout,
             reply,
         },
@@ -736,14 +783,18 @@ async fn watch(
     ctx: &DaemonContext,
     stream: &mut UnixStream,
 ) -> Result<(), ErrorBody> {
-    let actor = session_actor(ctx, &p.session_id).await?;
     let (tx, mut rx) = mpsc::channel(WATCH_BUFFER);
-    let (sub, snapshot) = ask(
-        &actor,
-        |reply| SessionMsg::Watch { lines: tx, reply },
+    let (actor, (sub, snapshot)) = ask_session_actor(
+        ctx,
+        &p.session_id,
+        |reply| SessionMsg::Watch {
+            lines: tx.clone(),
+            reply,
+        },
         ACTOR_CALL_TIMEOUT,
     )
     .await?;
+    drop(tx);
     let deadline = p.timeout.map(|t| tokio::time::Instant::now() + t);
     let mut out = line(&json!({"type": "snapshot", "session": snapshot}));
     let (read_half, mut write_half) = stream.split();
@@ -1003,17 +1054,28 @@ async fn attach(
                     .with_remedy("name one: `maxx attach ID`")
             })?,
     };
-    let actor = session_actor(ctx, &id).await?;
     if let Some(size) = size {
-        let _ = ask(&actor, |r| SessionMsg::Resize(size, r), ACTOR_CALL_TIMEOUT).await;
+        let _ = ask_session(
+            ctx,
+            &id,
+            |r| SessionMsg::Resize(size, r),
+            ACTOR_CALL_TIMEOUT,
+        )
+        .await?;
     }
     let (tx, mut rx) = mpsc::channel::<Vec<u8>>(256);
-    let (sub, view, repaint) = ask(
-        &actor,
-        |reply| SessionMsg::Attach { output: tx, reply },
+    let (actor, attached) = ask_session_actor(
+        ctx,
+        &id,
+        |reply| SessionMsg::Attach {
+            output: tx.clone(),
+            reply,
+        },
         ACTOR_CALL_TIMEOUT,
     )
-    .await??;
+    .await?;
+    drop(tx);
+    let (sub, view, repaint) = attached?;
     let (mut read_half, mut write_half) = stream.split();
     let mut first = Response::ok(json!({ "session": view })).to_line();
     first.extend(repaint);
@@ -1084,7 +1146,7 @@ async fn create(
     if let Some(parent) = &params.parent {
         let known = ask(
             &ctx.registry,
-            |r| RegistryMsg::Resolve(parent.clone(), r),
+            |r| RegistryMsg::Lifecycle(parent.clone(), r),
             ACTOR_CALL_TIMEOUT,
         )
         .await?;
@@ -1093,15 +1155,16 @@ async fn create(
         }
     }
     if let Some(target) = &params.split_target {
-        let resolved: Option<Resolved> = ask(
+        let lifecycle = ask(
             &ctx.registry,
-            |r| RegistryMsg::Resolve(target.clone(), r),
+            |r| RegistryMsg::Lifecycle(target.clone(), r),
             ACTOR_CALL_TIMEOUT,
         )
         .await?;
-        match resolved {
+        // A failed actor's record reads `closed`; a dormant one is closed or archived.
+        match lifecycle {
             None => return Err(ErrorBody::no_session(target)),
-            Some(r) if r.actor.is_none() || !r.lifecycle.has_surface() => {
+            Some(l) if !l.has_surface() => {
                 return Err(ErrorBody::ended(
                     target,
                     "a split needs a live target surface",

@@ -7,8 +7,9 @@
 //! stayed at 87 MiB with 56 MiB in use. `malloc_trim(0)` gives every free page of every
 //! arena back (`madvise`), and nothing else does.
 //!
-//! It is driven by messages, not a timer: finished requests and released surfaces add
-//! *churn*; when the daemon goes idle (its last connection ends) with at least
+//! It is driven by messages, not a timer: finished requests, released surfaces and retired
+//! session actors add *churn*; when the daemon is idle (no connection: its last one ended,
+//! or an actor retired while none was open) with at least
 //! [`TRIM_CHURN`] since the last trim, one trim runs on a blocking thread. A busy daemon
 //! therefore trims at most once per [`TRIM_CHURN`] units, and a daemon that just went quiet
 //! trims once; what a trim leaves is at most [`TRIM_CHURN`] units of churn.
@@ -22,6 +23,8 @@ pub const TRIM_CHURN: i64 = 1024;
 pub const REQUEST_CHURN: i64 = 1;
 /// Churn of a released surface (its PTY read buffers, output ring and screen model).
 pub const SURFACE_CHURN: i64 = 32;
+/// Churn of a retired session actor (its mailboxes and task).
+pub const RETIRE_CHURN: i64 = 32;
 
 /// Record churn.
 pub fn churn(stats: &Stats, units: i64) {
@@ -30,7 +33,8 @@ pub fn churn(stats: &Stats, units: i64) {
 
 /// The daemon has no connection left: trim if enough churn accumulated.
 pub fn idle(stats: &std::sync::Arc<Stats>) {
-    if stats.churn.load(Ordering::Relaxed) < TRIM_CHURN
+    if stats.connections.load(Ordering::Relaxed) > 0
+        || stats.churn.load(Ordering::Relaxed) < TRIM_CHURN
         || stats.trimming.swap(true, Ordering::AcqRel)
     {
         return;

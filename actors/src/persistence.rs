@@ -543,6 +543,7 @@ impl PersistState {
         // Temp file + rename: a full disk fails the temp file, never registry.json.
         if let Err(e) = self.dir.write_private(REGISTRY_FILE, &bytes) {
             tracing::error!(error = %e, "could not write registry.json; keeping the last readable file");
+            Stats::add(&self.stats.journal_write_errors, 1);
             return Err(e);
         }
         // The snapshot now holds everything the journal (and the backlog) did.

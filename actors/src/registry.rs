@@ -3,14 +3,17 @@
 //! every record (published by the session actors) so `get` and `list` never have to
 //! visit 1,000 actors.
 
-use crate::session::SessionMsg;
+use crate::bus::BusMsg;
+use crate::persistence::PersistMsg;
+use crate::session::{Dormant, SessionActor, SessionArgs, SessionMsg, SessionStart, SpawnContext};
+use crate::session_supervisor::SESSION_ACTOR_PREFIX;
 use crate::stats::Stats;
 use maxx_protocol::error::ErrorBody;
 use maxx_protocol::request::ListParams;
 use maxx_protocol::session::{Lifecycle, Outcome, SessionView, WorkflowState};
 use maxx_protocol::stream::AllCondition;
 use maxx_protocol::time::now_rfc3339;
-use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, RpcReplyPort};
 use serde::Serialize;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -29,6 +32,19 @@ pub enum RegistryMsg {
     },
     /// A session's record changed.
     Updated(Box<SessionView>),
+    /// A closed or archived session's actor is stopping: keep its record and state until a
+    /// request needs an actor again.
+    Retire {
+        /// The stopping actor (ignored unless it is still the session's).
+        actor: ActorRef<SessionMsg>,
+        /// Its session.
+        session_id: String,
+        /// Its state (the registry's copy of the record is already up to date: every
+        /// change was published).
+        dormant: Box<Dormant>,
+    },
+    /// What waking a session actor needs (sent once, after the tree is built).
+    Wire(Box<Waker>),
     /// Make a session the focused one.
     Focus(String),
     /// A session actor failed; keep its record, detach it.
@@ -66,8 +82,11 @@ pub enum RegistryMsg {
     GroupWaitExpired(u64),
     /// The focused session, if any.
     Focused(RpcReplyPort<Option<String>>),
-    /// The actor and lifecycle of a session, to route a request to it.
+    /// The actor and lifecycle of a session, to route a request to it (waking the actor
+    /// of a dormant record).
     Resolve(String, RpcReplyPort<Option<Resolved>>),
+    /// The lifecycle of a session, if it exists (wakes nothing).
+    Lifecycle(String, RpcReplyPort<Option<Lifecycle>>),
     /// The actor owning a surface.
     ResolveSurface(String, RpcReplyPort<Option<ActorRef<SessionMsg>>>),
 }
@@ -84,7 +103,22 @@ struct Entry {
     /// Boxed: the table keeps a slot per record (and spare ones), so a record's size
     /// inline would be paid for every slot.
     view: Box<SessionView>,
+    /// The session's actor; `None` while dormant, or after it failed (until recovered).
     actor: Option<ActorRef<SessionMsg>>,
+    /// A retired closed/archived session's state, from which an actor is woken.
+    dormant: Option<Box<Dormant>>,
+}
+
+/// What the registry needs to wake a dormant session's actor.
+pub struct Waker {
+    /// The session supervisor (the woken actor's parent).
+    pub supervisor: ActorCell,
+    /// Daemon-wide spawn facts.
+    pub spawn: Arc<SpawnContext>,
+    /// The event bus.
+    pub bus: ActorRef<BusMsg>,
+    /// The durable registry.
+    pub persist: ActorRef<PersistMsg>,
 }
 
 /// One member as a group wait reports it.
@@ -170,6 +204,9 @@ pub struct RegistryState {
     groups: HashMap<String, GroupIndex>,
     group_waiters: Vec<GroupWaiter>,
     next_waiter: u64,
+    waker: Option<Box<Waker>>,
+    /// Distinguishes woken actors' names (a retiring one may not have released its name).
+    wakes: u64,
 }
 
 impl RegistryState {
@@ -265,6 +302,42 @@ impl RegistryState {
         self.focused = Some(id);
     }
 
+    /// Start an actor for a dormant session, so a request can be routed to it.
+    async fn wake(&mut self, id: &str, myself: &ActorRef<RegistryMsg>) {
+        let Some(waker) = self.waker.as_ref() else {
+            return;
+        };
+        let Some(entry) = self.sessions.get_mut(id) else {
+            return;
+        };
+        let Some(dormant) = entry.dormant.take() else {
+            return;
+        };
+        self.wakes += 1;
+        let args = SessionArgs {
+            session_id: id.to_string(),
+            start: SessionStart::Woken(dormant),
+            registry: myself.clone(),
+            spawn: waker.spawn.clone(),
+            bus: waker.bus.clone(),
+            persist: waker.persist.clone(),
+        };
+        match Actor::spawn_linked(
+            Some(format!("{SESSION_ACTOR_PREFIX}{id}#{}", self.wakes)),
+            SessionActor,
+            args,
+            waker.supervisor.clone(),
+        )
+        .await
+        {
+            Ok((actor, _)) => entry.actor = Some(actor),
+            Err(e) => {
+                // The state went with the failed start; the record stays readable.
+                tracing::error!(session_id = id, error = %e, "could not wake a session actor");
+            }
+        }
+    }
+
     fn view(&self, id: &str) -> Option<SessionView> {
         self.sessions.get(id).map(|e| {
             let mut v = (*e.view).clone();
@@ -296,6 +369,8 @@ impl Actor for RegistryActor {
             groups: HashMap::new(),
             group_waiters: Vec::new(),
             next_waiter: 0,
+            waker: None,
+            wakes: 0,
         })
     }
 
@@ -320,6 +395,7 @@ impl Actor for RegistryActor {
                         Entry {
                             view,
                             actor: Some(actor),
+                            dormant: None,
                         },
                     )
                     .is_none()
@@ -473,10 +549,33 @@ impl Actor for RegistryActor {
                 let _ = reply.send(all);
             }
             RegistryMsg::Resolve(id, reply) => {
+                state.wake(&id, &myself).await;
                 let _ = reply.send(state.sessions.get(&id).map(|e| Resolved {
                     actor: e.actor.clone(),
                     lifecycle: e.view.lifecycle,
                 }));
+            }
+            RegistryMsg::Retire {
+                actor,
+                session_id,
+                dormant,
+            } => {
+                if let Some(entry) = state.sessions.get_mut(&session_id) {
+                    if entry
+                        .actor
+                        .as_ref()
+                        .is_some_and(|a| a.get_id() == actor.get_id())
+                    {
+                        entry.actor = None;
+                        entry.dormant = Some(dormant);
+                        crate::memory::churn(&state.stats, crate::memory::RETIRE_CHURN);
+                        crate::memory::idle(&state.stats);
+                    }
+                }
+            }
+            RegistryMsg::Wire(waker) => state.waker = Some(waker),
+            RegistryMsg::Lifecycle(id, reply) => {
+                let _ = reply.send(state.sessions.get(&id).map(|e| e.view.lifecycle));
             }
             RegistryMsg::ResolveSurface(surface, reply) => {
                 let actor = state

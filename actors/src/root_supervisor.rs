@@ -8,7 +8,7 @@ use crate::connection::DaemonContext;
 use crate::control_dir::ControlDir;
 use crate::listener::{Listener, ListenerArgs};
 use crate::persistence::{PersistArgs, PersistMsg, PersistenceActor};
-use crate::registry::RegistryActor;
+use crate::registry::{RegistryActor, RegistryMsg};
 use crate::session::SpawnContext;
 use crate::session::{SessionActor, SessionArgs, SessionStart};
 use crate::session_supervisor::SessionSupervisor;
@@ -104,6 +104,12 @@ impl Actor for RootSupervisor {
             cell.clone(),
         )
         .await?;
+        registry.cast(RegistryMsg::Wire(Box::new(crate::registry::Waker {
+            supervisor: sessions.get_cell(),
+            spawn: args.spawn.clone(),
+            bus: bus.clone(),
+            persist: persist.clone(),
+        })))?;
         // Records from the last run come back detached, each with its own actor so reads,
         // declarations, archive and restart take the same path as for live sessions.
         let restored = match persist

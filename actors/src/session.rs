@@ -68,6 +68,31 @@ pub enum SessionStart {
     Restored(Box<Record>),
     /// The durable copy of a session whose actor failed this run: detached the same way.
     Recovered(Box<Record>),
+    /// A closed or archived record the registry kept while no actor was needed, woken for a
+    /// request (see [`Dormant`]).
+    Woken(Box<Dormant>),
+}
+
+/// How long a closed or archived session's actor stays after its last request before it
+/// retires (see [`Dormant`]).
+pub const RETIRE_IDLE: Duration = Duration::from_secs(1);
+
+/// What a closed or archived session keeps when its actor retires: the record, its audit
+/// log, and the in-memory facts a restart in this run reuses. The registry holds it, so a
+/// closed record costs this rather than an idle actor (mailboxes, task: ~11 KiB), and wakes
+/// an actor from it when a request needs one.
+pub struct Dormant {
+    /// The record as the actor had it, encoded (one allocation). The registry's copy is not
+    /// used to wake: it may hold a parent edge reserved by the very request being served.
+    view: Box<serde_json::value::RawValue>,
+    /// Its audit log (complete: the live log is never trimmed).
+    audit: AuditLog,
+    /// The create-time env (memory only), for a restart.
+    env: Vec<(String, String)>,
+    /// The history lines its screen keeps, for a restart.
+    scrollback_lines: usize,
+    /// Automatic restarts within the policy window.
+    restart_times: std::collections::VecDeque<std::time::Instant>,
 }
 
 /// Everything needed to start a session.
@@ -164,6 +189,9 @@ pub enum SessionMsg {
     },
     /// A wait's timer fired.
     WaitExpired(u64),
+    /// [`RETIRE_IDLE`] passed since the message with this number: retire if nothing came
+    /// since and the session still needs no actor.
+    RetireIfIdle(u64),
     /// A declaration verb.
     Declare {
         /// What is declared.
@@ -319,6 +347,12 @@ pub struct SessionState {
     /// The message being handled sent something to the journal: its acknowledgement must
     /// say whether that reached the disk.
     journaled: bool,
+    /// Restored or recovered: retire as soon as started (a woken actor first serves the
+    /// request that woke it).
+    retire_on_start: bool,
+    /// Messages handled (not counting [`SessionMsg::RetireIfIdle`]): an idle check armed
+    /// after message N retires only if N is still the last.
+    handled: u64,
     registry: ActorRef<RegistryMsg>,
     bus: ActorRef<BusMsg>,
     persist: ActorRef<PersistMsg>,
@@ -368,28 +402,64 @@ impl Actor for SessionActor {
             persist,
         } = args;
         let (params, cwd, caller) = match start {
-            SessionStart::Restored(record) | SessionStart::Recovered(record) => {
-                let Record { session, audit } = *record;
+            SessionStart::New {
+                params,
+                cwd,
+                caller,
+            } => (*params, cwd, caller),
+            detached => {
+                let (view, dormant, retire_on_start) = match detached {
+                    SessionStart::Restored(record) | SessionStart::Recovered(record) => {
+                        let Record { session, audit } = *record;
+                        (
+                            session,
+                            Dormant {
+                                view: Default::default(),
+                                audit: AuditLog::from_entries(&audit),
+                                env: Vec::new(),
+                                scrollback_lines: DEFAULT_SCROLLBACK_LINES,
+                                restart_times: Default::default(),
+                            },
+                            true,
+                        )
+                    }
+                    SessionStart::Woken(dormant) => (
+                        serde_json::from_str(dormant.view.get())
+                            .map_err(|e| format!("a dormant record does not decode: {e}"))?,
+                        *dormant,
+                        false,
+                    ),
+                    SessionStart::New { .. } => unreachable!("matched above"),
+                };
+                let Dormant {
+                    view: _,
+                    audit,
+                    env,
+                    scrollback_lines,
+                    restart_times,
+                } = dormant;
                 Stats::add(&spawn.stats.sessions, 1);
                 let state = SessionState {
                     pty: None,
-                    view: session,
+                    view,
                     model: screen_model(&myself),
-                    scrollback_lines: DEFAULT_SCROLLBACK_LINES,
+                    scrollback_lines,
                     runs: Vec::new(),
                     watch_ids: Vec::new(),
                     attachers: Vec::new(),
-                    restart_times: Default::default(),
+                    restart_times,
                     restart_generation: 0,
                     policy_suppressed: false,
                     last_exit: None,
                     registration_token: String::new(),
-                    audit: AuditLog::from_entries(&audit),
+                    audit,
                     waiters: Vec::new(),
                     watchers: Vec::new(),
                     next_id: 0,
-                    env: Vec::new(),
+                    env,
                     journaled: false,
+                    retire_on_start,
+                    handled: 0,
                     registry: registry.clone(),
                     bus,
                     persist,
@@ -402,11 +472,6 @@ impl Actor for SessionActor {
                 })?;
                 return Ok(state);
             }
-            SessionStart::New {
-                params,
-                cwd,
-                caller,
-            } => (*params, cwd, caller),
         };
         let now = now_rfc3339();
         let view = SessionView {
@@ -472,6 +537,8 @@ impl Actor for SessionActor {
             next_id: 0,
             env: params.env,
             journaled: true,
+            retire_on_start: false,
+            handled: 0,
             registry: registry.clone(),
             bus,
             persist,
@@ -500,6 +567,17 @@ impl Actor for SessionActor {
         Ok(state)
     }
 
+    async fn post_start(
+        &self,
+        myself: ActorRef<SessionMsg>,
+        state: &mut SessionState,
+    ) -> Result<(), ActorProcessingErr> {
+        if state.retire_on_start && state.retirable() {
+            state.retire(&myself);
+        }
+        Ok(())
+    }
+
     async fn handle(
         &self,
         myself: ActorRef<SessionMsg>,
@@ -507,7 +585,35 @@ impl Actor for SessionActor {
         state: &mut SessionState,
     ) -> Result<(), ActorProcessingErr> {
         state.journaled = false;
+        if let SessionMsg::RetireIfIdle(handled) = msg {
+            if handled == state.handled && state.retirable() {
+                state.retire(&myself);
+            }
+            return Ok(());
+        }
+        state.handled += 1;
+        Self::dispatch(&myself, msg, state)?;
+        // A closed record needs no actor between requests: retire once it has been idle a
+        // moment, so a burst of requests is served by one actor rather than racing its
+        // hand-over.
+        if state.retirable() {
+            let handled = state.handled;
+            myself.send_after(RETIRE_IDLE, move || SessionMsg::RetireIfIdle(handled));
+        }
+        Ok(())
+    }
+}
+
+impl SessionActor {
+    /// Handle one message (the body of [`Actor::handle`]).
+    fn dispatch(
+        myself: &ActorRef<SessionMsg>,
+        msg: SessionMsg,
+        state: &mut SessionState,
+    ) -> Result<(), ActorProcessingErr> {
+        let myself = myself.clone();
         match msg {
+            SessionMsg::RetireIfIdle(_) => {} // handled in `handle`
             SessionMsg::Pump(event) => state.on_pump(&myself, event),
             SessionMsg::AutoRestart(generation) => {
                 if generation == state.restart_generation
@@ -897,6 +1003,46 @@ impl SessionState {
         self.attachers = Vec::new();
         self.audit.shrink_to_fit();
         crate::memory::churn(&self.spawn.stats, crate::memory::SURFACE_CHURN);
+    }
+
+    /// Nothing here needs an actor: no surface, and nobody waiting, watching or running.
+    fn retirable(&self) -> bool {
+        self.view.lifecycle.is_terminal()
+            && self.pty.is_none()
+            && self.waiters.is_empty()
+            && self.watchers.is_empty()
+            && self.runs.is_empty()
+            && self.attachers.is_empty()
+    }
+
+    /// Hand the record to the registry as [`Dormant`] and stop. A request already routed
+    /// here and not yet handled is dropped with the mailbox; its sender sees the actor
+    /// gone and resolves the session again, which wakes a new actor.
+    fn retire(&mut self, myself: &ActorRef<SessionMsg>) {
+        let Ok(view) = serde_json::value::to_raw_value(&self.view) else {
+            return;
+        };
+        let dormant = Box::new(Dormant {
+            view,
+            audit: std::mem::take(&mut self.audit),
+            env: std::mem::take(&mut self.env),
+            scrollback_lines: self.scrollback_lines,
+            restart_times: std::mem::take(&mut self.restart_times),
+        });
+        match self.registry.cast(RegistryMsg::Retire {
+            actor: myself.clone(),
+            session_id: self.view.session_id.clone(),
+            dormant,
+        }) {
+            Ok(()) => myself.stop(None),
+            Err(ractor::MessagingErr::SendErr(RegistryMsg::Retire { dormant, .. })) => {
+                // The registry is gone (daemon stopping): stay as we are.
+                self.audit = dormant.audit;
+                self.env = dormant.env;
+                self.restart_times = dormant.restart_times;
+            }
+            Err(_) => {}
+        }
     }
 
     /// `archive`: close the surface, keep the record; a second archive changes nothing.

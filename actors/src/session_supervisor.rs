@@ -67,6 +67,8 @@ impl Actor for SessionSupervisor {
         let Some(session_id) = cell
             .get_name()
             .and_then(|n| n.strip_prefix(SESSION_ACTOR_PREFIX).map(str::to_string))
+            // A woken actor's name carries `#N` after the id.
+            .map(|n| n.split('#').next().unwrap_or_default().to_string())
         else {
             return Ok(());
         };
