@@ -380,48 +380,60 @@ fn pidfd_open(pid: u32) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
 
-/// Read everything the master has now, up to `scratch.len()` bytes (the tty hands out at
-/// most ~4 KiB per `read`, so one chunk per readiness instead of one per `read`). `None` on
-/// EOF or EIO (slave closed).
-async fn read_chunk(io: &AsyncFd<OwnedFd>, scratch: &mut [u8]) -> Option<usize> {
+thread_local! {
+    /// The pump's read buffer, one per runtime thread rather than one per session: a session
+    /// that prints a prompt and then idles holds no 64 KiB buffer.
+    static SCRATCH: std::cell::RefCell<Box<[u8]>> =
+        std::cell::RefCell::new(vec![0u8; READ_CHUNK].into_boxed_slice());
+}
+
+/// Read everything the master has now, up to [`READ_CHUNK`] bytes (the tty hands out at most
+/// ~4 KiB per `read`, so one chunk per readiness instead of one per `read`), and drain it into
+/// the screen model before the next await. `None` on EOF or EIO (slave closed).
+async fn read_chunk(io: &AsyncFd<OwnedFd>, output: &Output) -> Option<Drained> {
     loop {
         let mut guard = io.readable().await.ok()?;
-        let mut filled = 0;
-        let mut closed = false;
-        while filled < scratch.len() {
-            let rest = &mut scratch[filled..];
-            let result = guard.try_io(|fd| {
-                // SAFETY: reading into a valid, exclusively borrowed slice.
-                let n = unsafe {
-                    libc::read(
-                        fd.as_raw_fd(),
-                        rest.as_mut_ptr() as *mut libc::c_void,
-                        rest.len(),
-                    )
-                };
-                if n < 0 {
-                    Err(io::Error::last_os_error())
-                } else {
-                    Ok(n as usize)
+        let (drained, closed) = SCRATCH.with(|scratch| {
+            let mut scratch = scratch.borrow_mut();
+            let mut filled = 0;
+            let mut closed = false;
+            while filled < scratch.len() {
+                let rest = &mut scratch[filled..];
+                let result = guard.try_io(|fd| {
+                    // SAFETY: reading into a valid, exclusively borrowed slice.
+                    let n = unsafe {
+                        libc::read(
+                            fd.as_raw_fd(),
+                            rest.as_mut_ptr() as *mut libc::c_void,
+                            rest.len(),
+                        )
+                    };
+                    if n < 0 {
+                        Err(io::Error::last_os_error())
+                    } else {
+                        Ok(n as usize)
+                    }
+                });
+                match result {
+                    Ok(Ok(0)) => {
+                        closed = true;
+                        break;
+                    }
+                    Ok(Ok(n)) => filled += n,
+                    Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Ok(Err(_)) => {
+                        // EIO: the slave side is gone (what was read before still counts).
+                        closed = true;
+                        break;
+                    }
+                    Err(_would_block) => break,
                 }
-            });
-            match result {
-                Ok(Ok(0)) => {
-                    closed = true;
-                    break;
-                }
-                Ok(Ok(n)) => filled += n,
-                Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Ok(Err(_)) => {
-                    // EIO: the slave side is gone (what was read before still counts).
-                    closed = true;
-                    break;
-                }
-                Err(_would_block) => break,
             }
-        }
-        if filled > 0 {
-            return Some(filled);
+            let drained = (filled > 0).then(|| output.drain(&scratch[..filled]));
+            (drained, closed)
+        });
+        if drained.is_some() {
+            return drained;
         }
         if closed {
             return None;
@@ -463,24 +475,39 @@ struct Output {
     credits: Arc<Semaphore>,
 }
 
+/// A chunk after the drain: what the session actor must hear.
+struct Drained {
+    events: Vec<ScreenEvent>,
+    /// The bytes and the stream offset just past them, when someone is attached.
+    forward: Option<(Vec<u8>, u64)>,
+}
+
 impl Output {
-    /// Drain one chunk into the model; tell the session what it must hear. False once the
-    /// session is gone.
-    async fn chunk<F>(&self, bytes: &[u8], sink: &F) -> bool
+    /// Drain one chunk into the model (light pass + ring), copying it out only if it must
+    /// be forwarded.
+    fn drain(&self, bytes: &[u8]) -> Drained {
+        let drained = self.model.drain(self.generation, bytes);
+        Drained {
+            events: drained.events,
+            forward: drained.forward_end.map(|end| (bytes.to_vec(), end)),
+        }
+    }
+
+    /// Tell the session what it must hear about a drained chunk. False once it is gone.
+    async fn report<F>(&self, drained: Drained, sink: &F) -> bool
     where
         F: Fn(PumpEvent) -> bool,
     {
-        let drained = self.model.drain(self.generation, bytes);
         if !drained.events.is_empty() && !sink(PumpEvent::Screen(drained.events)) {
             return false;
         }
-        if let Some(end) = drained.forward_end {
+        if let Some((bytes, end)) = drained.forward {
             // Someone is attached: the bytes go to the actor, at most READ_CREDITS chunks
             // ahead of it (it drops an attachment that cannot keep up, so this is brief).
             let Ok(permit) = self.credits.clone().acquire_owned().await else {
                 return false;
             };
-            return sink(PumpEvent::Output(bytes.to_vec(), end, permit));
+            return sink(PumpEvent::Output(bytes, end, permit));
         }
         true
     }
@@ -496,7 +523,6 @@ async fn pump<F>(
 ) where
     F: Fn(PumpEvent) -> bool + Send + 'static,
 {
-    let mut scratch = vec![0u8; READ_CHUNK];
     let mut read_open = true;
     let mut child_alive = true;
     let mut input_open = true;
@@ -506,9 +532,9 @@ async fn pump<F>(
         let front: &[u8] = pending.front().map(|c| &c.bytes[offset..]).unwrap_or(&[]);
         let has_pending = !pending.is_empty();
         tokio::select! {
-            chunk = read_chunk(&io, &mut scratch), if read_open => match chunk {
-                Some(n) => {
-                    if !output.chunk(&scratch[..n], &sink).await {
+            chunk = read_chunk(&io, &output), if read_open => match chunk {
+                Some(drained) => {
+                    if !output.report(drained, &sink).await {
                         return;
                     }
                 }
