@@ -3,11 +3,12 @@
 //! Every session keeps a bounded ring of its most recent raw output ([`RawRing`], at most
 //! [`RAW_RING_BYTES`], allocated as it fills). The grid itself ([`Grid`], an
 //! `alacritty_terminal::Term`) exists only once someone reads the screen: it is materialised
-//! by replaying the ring, and afterwards brought up to date lazily — on the next read, or on
-//! every chunk while a text wait is pending. If it fell further behind than the ring holds,
-//! it is rebuilt from the ring instead of parsing an unbounded backlog (and the snapshot says
-//! so with `truncated_reason: "replayed"`). The drain itself only ever runs the light vte
-//! pass in `screen.rs`, so a slow or absent reader never slows the child.
+//! by replaying the ring, and afterwards brought up to date lazily — by the next read, or by
+//! the grid workers while a text wait or `run` is pending (`screen_model.rs` owns both paths
+//! and feeds a slice at a time). If it fell further behind than the ring holds, it is rebuilt
+//! from the ring instead of parsing an unbounded backlog (and the snapshot says so with
+//! `truncated_reason: "replayed"`). The drain itself only ever runs the light pass in
+//! `screen.rs`, so a slow or absent reader never back-pressures the child.
 //!
 //! # OSC 133 semantic cells
 //!
@@ -268,7 +269,9 @@ pub struct Grid {
 }
 
 impl Grid {
-    /// A grid of `cols`×`rows` with `scrollback` lines of history, fed from the ring.
+    /// A grid of `cols`×`rows` with `scrollback` lines of history, fed from the ring in one
+    /// go (tests; the daemon feeds through `ScreenModel` a slice at a time).
+    #[cfg(test)]
     pub fn materialise(cols: u16, rows: u16, scrollback: usize, ring: &RawRing) -> Grid {
         let mut g = Grid::empty(cols, rows, scrollback, ring.start());
         g.catch_up(ring);
@@ -320,8 +323,10 @@ impl Grid {
         )
     }
 
-    /// Parse whatever output arrived since the last call. If the ring no longer holds it,
+    /// Parse whatever output arrived since the last call in one go (tests; the daemon feeds
+    /// through `ScreenModel` a slice at a time). If the ring no longer holds it,
     /// rebuild from the ring.
+    #[cfg(test)]
     pub fn catch_up(&mut self, ring: &RawRing) {
         self.rebuild_if_behind(ring);
         let (a, b) = ring.since(self.fed);
