@@ -251,6 +251,11 @@ pub struct DaemonArgs {
     /// Without it an acknowledged change survives a daemon crash (kill -9).
     #[arg(long)]
     pub fsync: bool,
+    /// Closed/archived records kept, newest first (older ones are dropped from memory and
+    /// registry.json; live sessions are always kept). Records idle 14 days are dropped too.
+    #[arg(long, default_value_t = maxx_protocol::limits::RETAINED_RECORDS, value_name = "N",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub retain_records: usize,
     /// Internal: this process is the detached daemon.
     #[arg(long, hide = true)]
     pub detached_child: bool,

@@ -61,14 +61,23 @@ fn init_logging(level: &str, target: LogTarget) {
     }));
 }
 
+/// The daemon's tunables, as `maxx daemon` takes them.
+pub struct Tuning {
+    /// Events the bus retains.
+    pub bus_capacity: usize,
+    /// fdatasync every journal write.
+    pub fsync: bool,
+    /// Closed/archived records kept.
+    pub retain_records: usize,
+}
+
 /// Run the daemon in this process. With `detached`, log to the control dir and report
 /// readiness on `MAXX_READY_FD`.
 pub fn run_foreground(
     control_dir: PathBuf,
     log_level: &str,
     detached: bool,
-    bus_capacity: usize,
-    fsync: bool,
+    tuning: Tuning,
 ) -> i32 {
     let ready_fd: Option<OwnedFd> = if detached {
         std::env::var(READY_FD_ENV)
@@ -100,8 +109,9 @@ pub fn run_foreground(
     let config = DaemonConfig {
         control_dir: control_dir.clone(),
         bin_dir,
-        bus_capacity,
-        fsync,
+        bus_capacity: tuning.bus_capacity,
+        fsync: tuning.fsync,
+        retain_records: tuning.retain_records,
     };
     let mut ready_fd = ready_fd;
     let result = runtime.block_on(async {

@@ -380,3 +380,113 @@ fn profiles_fill_create_and_never_reveal_env_values() {
         .collect();
     assert!(!registry_files.contains("sk-profile-secret"));
 }
+
+/// Retention in memory (`--retain-records N`): every live record stays; of the closed ones
+/// whose actors retired, the newest N stay and older ones are dropped — out of `list`,
+/// `get`, their group (a group wait re-checks), announced on the bus, forgotten on disk.
+#[test]
+fn retention_keeps_live_records_and_the_newest_closed_ones() {
+    let mut d = Daemon::start_with(&["--retain-records", "2"]);
+    let create = |d: &Daemon| sid(&d.create(json!({"command": "sleep 300", "group": "g"})));
+    let live: Vec<String> = (0..2).map(|_| create(&d)).collect();
+    let closed: Vec<String> = (0..4).map(|_| create(&d)).collect();
+    let mut watch = d.open_stream("stream.watch", json!({"group": "g"}));
+    assert_eq!(watch.next()["type"], "hello");
+    // The two oldest closed records declared `running`: while kept, `idle` cannot hold.
+    for id in &closed[..2] {
+        d.ok(
+            "sessions.set-state",
+            json!({"session_id": id, "state": "running"}),
+        );
+        d.ok("sessions.cancel", json!({"session_id": id}));
+    }
+    // Their actors retire (live ones and the two still running keep theirs): two dormant
+    // records, within the cap, so nothing is dropped yet.
+    d.wait_stat("sessions", 4);
+    assert_eq!(d.stat("records"), 6);
+    assert_eq!(d.stat("records_dropped"), 0);
+    let idle = d.ok(
+        "stream.wait",
+        json!({"group": "g", "all": "idle", "timeout": 0.2}),
+    );
+    assert_eq!(idle["outcome"], "timeout");
+    let waiting = d.cli_bg(&[
+        "stream",
+        "wait",
+        "--group",
+        "g",
+        "--all",
+        "idle",
+        "--timeout",
+        "30",
+    ]);
+    // Two newer closed records push the oldest two out.
+    for id in &closed[2..] {
+        d.ok("sessions.cancel", json!({"session_id": id}));
+    }
+    d.wait_stat("records_dropped", 2);
+    assert_eq!(d.stat("records"), 4);
+    let out = waiting.join().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let answer = serde_json::from_slice::<Value>(&out.stdout).unwrap()["result"].clone();
+    assert_eq!(answer["outcome"], "matched", "the dropped members left g");
+    let members: Vec<&str> = answer["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["session_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(members.len(), 4);
+    for id in &closed[..2] {
+        assert!(!members.contains(&id.as_str()));
+        d.err("sessions.get", json!({"session_id": id}), "not_found");
+        d.err("sessions.events", json!({"session_id": id}), "not_found");
+    }
+    let listed: Vec<String> = d.ok("sessions.list", json!({}))["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["session_id"].as_str().unwrap().to_string())
+        .collect();
+    let mut expected = live.clone();
+    expected.extend_from_slice(&closed[2..]);
+    assert_eq!(listed, expected, "creation order, the dropped ones gone");
+    // Each drop is announced once, as a mechanical event.
+    let mut dropped = Vec::new();
+    while dropped.len() < 2 {
+        let e = watch.next();
+        if e["event"]["name"] == "dropped" {
+            assert_eq!(e["event"]["source_kind"], "maxx");
+            assert_eq!(e["event"]["payload"], json!({"reason": "count"}));
+            dropped.push(e["event"]["session_id"].as_str().unwrap().to_string());
+        }
+    }
+    dropped.sort();
+    let mut oldest = closed[..2].to_vec();
+    oldest.sort();
+    assert_eq!(dropped, oldest);
+    // A kept record woken by a request retires again without being dropped.
+    d.ok(
+        "sessions.emit-event",
+        json!({"session_id": closed[2], "event": "late"}),
+    );
+    d.wait_stat("sessions", 2);
+    assert_eq!(d.stat("records_dropped"), 2);
+    // A restart shows what the live daemon showed: the dropped records are not on disk.
+    for id in &live {
+        d.ok("sessions.cancel", json!({"session_id": id}));
+    }
+    d.wait_stat("records_dropped", 4);
+    d.stop_with(libc::SIGKILL);
+    d.restart();
+    let mut after: Vec<String> = d.ok("sessions.list", json!({}))["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["session_id"].as_str().unwrap().to_string())
+        .collect();
+    after.sort();
+    let mut newest = live.clone();
+    newest.sort();
+    assert_eq!(after, newest, "the two most recently closed");
+}

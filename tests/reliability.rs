@@ -124,7 +124,8 @@ fn a_silent_client_is_cut_off_by_the_read_timeout_and_idle_ones_do_not_block_oth
 
 #[test]
 fn mixed_load_from_many_clients_has_no_unexpected_errors_and_leaks_nothing() {
-    mixed_load(32, 60, 6);
+    // 320 sessions, 50 closed records kept: most of them are dropped by retention.
+    mixed_load(32, 60, 6, 50);
 }
 
 /// The issue's full size: 200 clients × 500 mixed requests (a session every 50 requests).
@@ -132,13 +133,15 @@ fn mixed_load_from_many_clients_has_no_unexpected_errors_and_leaks_nothing() {
 #[test]
 #[ignore]
 fn full_mixed_load() {
-    mixed_load(200, 500, 50);
+    mixed_load(200, 500, 50, 500);
 }
 
 /// `clients` threads × `per_client` requests; every `create_every`-th request creates a
-/// session, the others get, list, declare, wait briefly or emit against it.
-fn mixed_load(clients: usize, per_client: usize, create_every: usize) {
-    let mut d = Daemon::start();
+/// session, the others get, list, declare, wait briefly or emit against it. Then every
+/// session is closed, and the daemon (`--retain-records retain`) must keep only `retain`
+/// closed records and give the rest of the memory back.
+fn mixed_load(clients: usize, per_client: usize, create_every: usize, retain: usize) {
+    let mut d = Daemon::start_with(&["--retain-records", &retain.to_string()]);
     let started = Instant::now();
     let socket = d.socket();
     let token = d.token();
@@ -243,7 +246,12 @@ fn mixed_load(clients: usize, per_client: usize, create_every: usize) {
     wait_for("the closed records' actors to retire", T, || {
         (d.stat("sessions") == 0).then_some(())
     });
-    let bound = rss_before + FIXED_KIB + sessions as u64 * PER_RECORD_KIB;
+    // Retention keeps the newest `retain` closed records and drops the rest.
+    let kept = retain.min(sessions);
+    assert_eq!(d.stat("records"), kept as i64);
+    assert_eq!(d.stat("records_dropped"), (sessions - kept) as i64);
+    assert_eq!(d.count(), kept);
+    let bound = rss_before + FIXED_KIB + kept as u64 * PER_RECORD_KIB;
     let deadline = Instant::now() + T;
     let rss_after = loop {
         let now = rss(d.pid());
@@ -253,10 +261,11 @@ fn mixed_load(clients: usize, per_client: usize, create_every: usize) {
         std::thread::sleep(Duration::from_millis(50));
     };
     eprintln!(
-        "after closing every session (records kept): RSS {rss_after} KiB, peak {} KiB, \
-         {:.1} KiB per closed record, {} trims",
+        "after closing every session ({kept} records kept, {} dropped): RSS {rss_after} KiB \
+         (start {rss_before} KiB), peak {} KiB, {:.1} KiB per kept record, {} trims",
+        sessions - kept,
         hwm(d.pid()),
-        rss_after.saturating_sub(rss_before) as f64 / sessions as f64,
+        rss_after.saturating_sub(rss_before) as f64 / kept as f64,
         d.stat("memory_trims"),
     );
     assert!(

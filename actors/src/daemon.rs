@@ -23,6 +23,8 @@ pub struct DaemonConfig {
     pub bus_capacity: usize,
     /// fdatasync every journal write (power-loss durability; slower).
     pub fsync: bool,
+    /// Closed/archived records kept, newest first, in memory and in `registry.json`.
+    pub retain_records: usize,
 }
 
 /// Why the daemon could not start or stopped abnormally.
@@ -110,6 +112,7 @@ pub async fn run(
             bus_capacity: config.bus_capacity,
             dir: dir.clone(),
             fsync: config.fsync,
+            retain_records: config.retain_records,
             profiles_path: crate::profiles::profiles_path(),
             policy_path: crate::policy::policy_path(),
         },

@@ -1,29 +1,31 @@
 //! Handing freed memory back to the system after a burst.
 //!
-//! glibc's malloc keeps freed memory in its arenas (one per thread that allocates, up to 8
-//! per core) and returns pages on its own only from the top of a heap. After a burst —
-//! thousands of connections, sessions created and closed — most of the daemon's arena space
-//! is free but stays resident: measured with the full mixed load (docs/reliability.md), RSS
-//! stayed at 87 MiB with 56 MiB in use. `malloc_trim(0)` gives every free page of every
-//! arena back (`madvise`), and nothing else does.
+//! The daemon runs on jemalloc (installed by the binary, `src/main.rs`). glibc's malloc was
+//! measured first (docs/reliability.md, "Memory after load"): after the full mixed load and
+//! every session closed, it kept 79 MiB resident with 16 MiB in use, even after
+//! `malloc_trim`, because the long-lived objects (records, bus events) sit scattered among
+//! the freed ones and glibc can only return whole free pages. jemalloc keeps objects of one
+//! size together, so far more pages end up wholly free.
 //!
-//! It is driven by messages, not a timer: finished requests, released surfaces and retired
-//! session actors add *churn*; when the daemon is idle (no connection: its last one ended,
-//! or an actor retired while none was open) with at least
-//! [`TRIM_CHURN`] since the last trim, one trim runs on a blocking thread. A busy daemon
-//! therefore trims at most once per [`TRIM_CHURN`] units, and a daemon that just went quiet
-//! trims once; what a trim leaves is at most [`TRIM_CHURN`] units of churn.
+//! jemalloc returns free pages on its own only as the allocator is used (decay); an idle
+//! daemon would keep them. So a purge runs when the daemon goes idle after a burst, driven
+//! by messages, not a timer: finished requests, released surfaces, retired session actors
+//! and dropped records add *churn*; when the daemon is idle (no connection: its last one
+//! ended, or an actor retired while none was open) with at least [`TRIM_CHURN`] since the
+//! last purge, one purge of every arena runs on a blocking thread. A busy daemon therefore
+//! purges at most once per [`TRIM_CHURN`] units, and a daemon that just went quiet purges
+//! once.
 
 use crate::stats::Stats;
 use std::sync::atomic::Ordering;
 
-/// Churn since the last trim that makes going idle trigger one.
+/// Churn since the last purge that makes going idle trigger one.
 pub const TRIM_CHURN: i64 = 1024;
 /// Churn of one finished request (its buffers and decoded JSON).
 pub const REQUEST_CHURN: i64 = 1;
 /// Churn of a released surface (its PTY read buffers, output ring and screen model).
 pub const SURFACE_CHURN: i64 = 32;
-/// Churn of a retired session actor (its mailboxes and task).
+/// Churn of a retired session actor (its mailboxes and task), or of a dropped record.
 pub const RETIRE_CHURN: i64 = 32;
 
 /// Record churn.
@@ -31,7 +33,7 @@ pub fn churn(stats: &Stats, units: i64) {
     stats.churn.fetch_add(units, Ordering::Relaxed);
 }
 
-/// The daemon has no connection left: trim if enough churn accumulated.
+/// The daemon has no connection left: purge if enough churn accumulated.
 pub fn idle(stats: &std::sync::Arc<Stats>) {
     if stats.connections.load(Ordering::Relaxed) > 0
         || stats.churn.load(Ordering::Relaxed) < TRIM_CHURN
@@ -42,17 +44,43 @@ pub fn idle(stats: &std::sync::Arc<Stats>) {
     stats.churn.store(0, Ordering::Relaxed);
     let stats = stats.clone();
     tokio::task::spawn_blocking(move || {
-        trim();
+        purge();
         Stats::add(&stats.memory_trims, 1);
         stats.trimming.store(false, Ordering::Release);
     });
 }
 
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn trim() {
-    // SAFETY: malloc_trim only walks and madvises the allocator's own free lists.
-    unsafe { libc::malloc_trim(0) };
+/// Give every arena's unused pages back to the system now.
+pub fn purge() {
+    // `MALLCTL_ARENAS_ALL`: the pseudo-index meaning every arena.
+    const NAME: &[u8] = b"arena.4096.purge\0";
+    // SAFETY: a documented mallctl that takes and returns nothing.
+    unsafe {
+        tikv_jemalloc_sys::mallctl(
+            NAME.as_ptr().cast(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            0,
+        );
+    }
 }
 
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn trim() {}
+/// A numeric jemalloc option (e.g. `opt.muzzy_decay_ms`), or `None` if jemalloc has no
+/// such option. For tests and diagnostics.
+pub fn allocator_option(name: &str) -> Option<isize> {
+    let name = std::ffi::CString::new(name).ok()?;
+    let mut value: isize = 0;
+    let mut len = std::mem::size_of::<isize>();
+    // SAFETY: `value` and `len` describe a valid buffer of the option's type (ssize_t).
+    let rc = unsafe {
+        tikv_jemalloc_sys::mallctl(
+            name.as_ptr(),
+            (&mut value as *mut isize).cast(),
+            &mut len,
+            std::ptr::null_mut(),
+            0,
+        )
+    };
+    (rc == 0).then_some(value)
+}

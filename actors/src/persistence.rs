@@ -47,8 +47,9 @@ pub const JOURNAL_MAX_BYTES: u64 = 256 * 1024 * 1024;
 pub const FOLD_BYTES: u64 = 32 * 1024 * 1024;
 /// Records observed terminal are dropped this long after their last change.
 pub const RETENTION_AGE: Duration = Duration::from_secs(14 * 24 * 3600);
-/// At most this many records are kept (newest first).
-pub const RETENTION_COUNT: usize = 500;
+/// At most this many records are kept (newest first) unless `maxx daemon --retain-records`
+/// says otherwise.
+pub const RETENTION_COUNT: usize = maxx_protocol::limits::RETAINED_RECORDS;
 /// At most this many audit entries per record on disk (newest kept).
 pub const AUDIT_ON_DISK: usize = 1000;
 /// Journal lines kept in memory while the journal cannot be written (disk full). Past this,
@@ -74,8 +75,16 @@ struct Snapshot {
 #[derive(Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 enum Op {
-    Session { session: Box<SessionView> },
-    Audit { entry: Box<AuditEntry> },
+    Session {
+        session: Box<SessionView>,
+    },
+    Audit {
+        entry: Box<AuditEntry>,
+    },
+    /// Retention dropped the record from the live registry: it is gone for good.
+    Drop {
+        session_id: String,
+    },
 }
 
 /// Messages the persistence actor handles.
@@ -98,6 +107,9 @@ pub enum PersistMsg {
     /// Try to catch up now if writes were failing; answer whether the journal is writable.
     /// Asked before a mutation while `daemon.stats` `journal_behind` is set.
     Writable(RpcReplyPort<Result<(), ErrorBody>>),
+    /// The registry dropped these records by retention (closed/archived, dormant, oldest):
+    /// forget them, so a restart does not bring back what the live daemon no longer shows.
+    Drop(Vec<String>),
     /// Hand over the records restored at start (once).
     TakeRestored(RpcReplyPort<Vec<Record>>),
     /// The durable copy of one record (to recover a failed session actor).
@@ -115,6 +127,8 @@ pub struct PersistArgs {
     /// `journal_behind` / `journal_write_errors` live here, for operators and the
     /// connection's pre-mutation check.
     pub stats: Arc<Stats>,
+    /// Retention's count cap (`--retain-records`, default [`RETENTION_COUNT`]).
+    pub retain: usize,
 }
 
 /// State.
@@ -143,6 +157,8 @@ pub struct PersistState {
     /// Why the journal is behind, while it is.
     failure: Option<String>,
     stats: Arc<Stats>,
+    /// Retention's count cap.
+    retain: usize,
 }
 
 /// The actor.
@@ -152,8 +168,8 @@ fn parse_time(text: &str) -> SystemTime {
     humantime::parse_rfc3339(text).unwrap_or(SystemTime::UNIX_EPOCH)
 }
 
-/// The later of `updated_at` and `last_seen_at`.
-fn last_activity(v: &SessionView) -> SystemTime {
+/// The later of `updated_at` and `last_seen_at`: what retention orders records by.
+pub fn last_activity(v: &SessionView) -> SystemTime {
     let updated = parse_time(&v.updated_at);
     match &v.last_seen_at {
         Some(seen) => updated.max(parse_time(seen)),
@@ -162,9 +178,9 @@ fn last_activity(v: &SessionView) -> SystemTime {
 }
 
 /// Apply the retention policy: drop terminal records older than [`RETENTION_AGE`] (never one
-/// that may still be live), keep the newest [`RETENTION_COUNT`], bound each audit log to
-/// [`AUDIT_ON_DISK`]. Records come back newest first.
-pub fn apply_retention(records: Vec<Record>, now: SystemTime) -> Vec<Record> {
+/// that may still be live), keep the newest `count` ([`RETENTION_COUNT`] by default), bound
+/// each audit log to [`AUDIT_ON_DISK`]. Records come back newest first.
+pub fn apply_retention(records: Vec<Record>, now: SystemTime, count: usize) -> Vec<Record> {
     let mut kept: Vec<Record> = records
         .into_iter()
         .filter(|r| {
@@ -176,7 +192,7 @@ pub fn apply_retention(records: Vec<Record>, now: SystemTime) -> Vec<Record> {
         })
         .collect();
     kept.sort_by_key(|r| std::cmp::Reverse(last_activity(&r.session)));
-    kept.truncate(RETENTION_COUNT);
+    kept.truncate(count);
     for r in &mut kept {
         if r.audit.len() > AUDIT_ON_DISK {
             r.audit.drain(..r.audit.len() - AUDIT_ON_DISK);
@@ -243,7 +259,11 @@ impl Stored {
 
 /// Apply the retention policy of [`apply_retention`] to the stored records; returns the
 /// ids of those kept, newest first.
-fn retain_stored(records: &mut HashMap<String, Stored>, now: SystemTime) -> Vec<String> {
+fn retain_stored(
+    records: &mut HashMap<String, Stored>,
+    now: SystemTime,
+    count: usize,
+) -> Vec<String> {
     records.retain(|_, r| {
         let age = now.duration_since(r.activity).unwrap_or_default();
         !(r.lifecycle.is_terminal() && age > RETENTION_AGE)
@@ -253,7 +273,7 @@ fn retain_stored(records: &mut HashMap<String, Stored>, now: SystemTime) -> Vec<
         .map(|(id, r)| (r.activity, id.clone()))
         .collect();
     order.sort_by_key(|(t, _)| std::cmp::Reverse(*t));
-    for (_, id) in order.drain(RETENTION_COUNT.min(order.len())..) {
+    for (_, id) in order.drain(count.min(order.len())..) {
         records.remove(&id);
     }
     for r in records.values_mut() {
@@ -328,6 +348,10 @@ enum Encoded {
         session_id: String,
         seq: u64,
     },
+    Drop {
+        line: Vec<u8>,
+        session_id: String,
+    },
 }
 
 impl Encoded {
@@ -340,11 +364,21 @@ impl Encoded {
         })
     }
 
+    fn drop(session_id: String) -> Option<Encoded> {
+        let mut line = serde_json::to_vec(&Op::Drop {
+            session_id: session_id.clone(),
+        })
+        .ok()?;
+        line.push(b'\n');
+        Some(Encoded::Drop { line, session_id })
+    }
+
     /// The journal line (the same shape `Op` reads back).
     fn line(&self) -> Vec<u8> {
         let (head, raw): (&str, &RawValue) = match self {
             Encoded::Session { view, .. } => (r#"{"op":"session","session":"#, view),
             Encoded::Audit { entry, .. } => (r#"{"op":"audit","entry":"#, entry),
+            Encoded::Drop { line, .. } => return line.clone(),
         };
         let mut line = Vec::with_capacity(head.len() + raw.get().len() + 2);
         line.extend_from_slice(head.as_bytes());
@@ -375,6 +409,9 @@ fn apply_to(records: &mut HashMap<String, Record>, op: Op) {
                     r.audit.push(*entry);
                 }
             }
+        }
+        Op::Drop { session_id } => {
+            records.remove(&session_id);
         }
     }
 }
@@ -417,7 +454,7 @@ fn read_bounded(path: &PathBuf, max: u64) -> io::Result<Option<Vec<u8>>> {
 }
 
 impl PersistState {
-    fn new(dir: ControlDir, fsync: bool, stats: Arc<Stats>) -> Self {
+    fn new(dir: ControlDir, fsync: bool, stats: Arc<Stats>, retain: usize) -> Self {
         PersistState {
             dir,
             fsync,
@@ -431,6 +468,7 @@ impl PersistState {
             backlog_lost: false,
             failure: None,
             stats,
+            retain,
         }
     }
 
@@ -474,6 +512,9 @@ impl PersistState {
                         }
                     }
                 }
+            }
+            Encoded::Drop { session_id, .. } => {
+                self.records.remove(&session_id);
             }
         }
     }
@@ -535,7 +576,7 @@ impl PersistState {
         if self.read_only {
             return Ok(());
         }
-        let order = retain_stored(&mut self.records, SystemTime::now());
+        let order = retain_stored(&mut self.records, SystemTime::now(), self.retain);
         let Some(bytes) = encode_fitting(&self.records, &order, REGISTRY_MAX_BYTES) else {
             tracing::error!("the registry does not fit in 16 MiB even without audit history; keeping the last file");
             return Err(io::Error::other("the registry does not fit in 16 MiB"));
@@ -744,12 +785,12 @@ impl Actor for PersistenceActor {
         _myself: ActorRef<PersistMsg>,
         args: PersistArgs,
     ) -> Result<PersistState, ActorProcessingErr> {
-        let mut state = PersistState::new(args.dir, args.fsync, args.stats);
+        let mut state = PersistState::new(args.dir, args.fsync, args.stats, args.retain);
         // The daemon validated the control dir before starting us; nothing is read
         // before that, and nothing is written before this load ran.
         tokio::task::block_in_place(|| {
             let records: Vec<Record> = state.load().into_values().collect();
-            let restored: Vec<Record> = apply_retention(records, SystemTime::now())
+            let restored: Vec<Record> = apply_retention(records, SystemTime::now(), state.retain)
                 .into_iter()
                 .map(detach)
                 .collect();
@@ -786,6 +827,13 @@ impl Actor for PersistenceActor {
                 session_id,
                 seq,
             }),
+            PersistMsg::Drop(ids) => {
+                for id in ids {
+                    if let Some(encoded) = Encoded::drop(id) {
+                        state.record(encoded);
+                    }
+                }
+            }
             PersistMsg::Ack(done) => done(state.not_durable()),
             PersistMsg::Writable(reply) => {
                 state.catch_up();
@@ -897,7 +945,7 @@ mod tests {
             rec(view(4, Lifecycle::Exited, old), 0, 0),
             rec(view(5, Lifecycle::Closed, now), 0, 0),
         ];
-        let mut kept: Vec<usize> = apply_retention(recs, now)
+        let mut kept: Vec<usize> = apply_retention(recs, now, RETENTION_COUNT)
             .iter()
             .map(|r| r.session.session_id[..8].parse().unwrap())
             .collect();
@@ -906,7 +954,10 @@ mod tests {
         // last_seen_at keeps a terminal record alive.
         let mut v = view(6, Lifecycle::Closed, old);
         v.last_seen_at = Some(maxx_protocol::time::rfc3339(now));
-        assert_eq!(apply_retention(vec![rec(v, 0, 0)], now).len(), 1);
+        assert_eq!(
+            apply_retention(vec![rec(v, 0, 0)], now, RETENTION_COUNT).len(),
+            1
+        );
     }
 
     #[test]
@@ -921,12 +972,16 @@ mod tests {
                 )
             })
             .collect();
-        let kept = apply_retention(recs, now);
+        let kept = apply_retention(recs, now, RETENTION_COUNT);
         assert_eq!(kept.len(), RETENTION_COUNT);
         assert!(kept
             .iter()
             .all(|r| r.session.session_id[..8].parse::<usize>().unwrap() < RETENTION_COUNT));
-        let kept = apply_retention(vec![rec(view(1, Lifecycle::Running, now), 1500, 0)], now);
+        let kept = apply_retention(
+            vec![rec(view(1, Lifecycle::Running, now), 1500, 0)],
+            now,
+            RETENTION_COUNT,
+        );
         assert_eq!(kept[0].audit.len(), AUDIT_ON_DISK);
         assert_eq!(kept[0].audit[0].seq, 501, "the newest entries are kept");
     }
@@ -1009,7 +1064,7 @@ mod tests {
         }
         lines.extend_from_slice(br#"{"op":"audit","entry":{"seq":3"#);
         fs::write(tmp.join(JOURNAL_FILE), &lines).unwrap();
-        let mut st = PersistState::new(dir, false, Arc::default());
+        let mut st = PersistState::new(dir, false, Arc::default(), RETENTION_COUNT);
         assert_eq!(st.load()[&id].audit.len(), 2);
         // An oversized snapshot is preserved and makes this run read-only.
         let huge = vec![b' '; REGISTRY_MAX_BYTES + 1];
@@ -1021,6 +1076,37 @@ mod tests {
             fs::metadata(tmp.join(REGISTRY_FILE)).unwrap().len(),
             huge.len() as u64
         );
+        fs::remove_dir_all(&tmp).unwrap();
+    }
+
+    #[test]
+    fn a_dropped_record_stays_dropped_on_replay_and_in_the_next_snapshot() {
+        let tmp = std::env::temp_dir().join(format!("maxx-drop-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&tmp);
+        let dir = ControlDir::prepare(&tmp).unwrap();
+        let now = SystemTime::now();
+        let (gone, kept) = (
+            view(1, Lifecycle::Closed, now),
+            view(2, Lifecycle::Closed, now),
+        );
+        let mut st = PersistState::new(dir.clone(), false, Arc::default(), RETENTION_COUNT);
+        let rt = tokio::runtime::Builder::new_multi_thread().build().unwrap();
+        rt.block_on(async {
+            st.record(Encoded::session(&gone).unwrap());
+            st.record(Encoded::session(&kept).unwrap());
+            st.record(Encoded::drop(gone.session_id.clone()).unwrap());
+        });
+        assert!(!st.records.contains_key(&gone.session_id));
+        // The journal alone (a crash before any fold) replays the drop.
+        let mut fresh = PersistState::new(dir.clone(), false, Arc::default(), RETENTION_COUNT);
+        let loaded = fresh.load();
+        assert_eq!(loaded.keys().collect::<Vec<_>>(), vec![&kept.session_id]);
+        // And a fold leaves it out of the snapshot.
+        st.fold().unwrap();
+        let snap: Snapshot =
+            serde_json::from_slice(&fs::read(tmp.join(REGISTRY_FILE)).unwrap()).unwrap();
+        assert_eq!(snap.sessions.len(), 1);
+        assert_eq!(snap.sessions[0].session.session_id, kept.session_id);
         fs::remove_dir_all(&tmp).unwrap();
     }
 }
@@ -1036,7 +1122,7 @@ mod fold_tests {
         let tmp = std::env::temp_dir().join(format!("maxx-fold-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&tmp);
         let dir = ControlDir::prepare(&tmp).unwrap();
-        let mut st = PersistState::new(dir, false, Arc::default());
+        let mut st = PersistState::new(dir, false, Arc::default(), RETENTION_COUNT);
         st.write_journal(b"").unwrap();
         st.journal_bytes = FOLD_BYTES; // the next write folds
         let json = serde_json::json!({

@@ -2,22 +2,29 @@
 //! `SessionActor`s, keeps creation order and the focused session, and holds a copy of
 //! every record (published by the session actors) so `get` and `list` never have to
 //! visit 1,000 actors.
+//!
+//! Retention in memory: every live record is kept; of the closed/archived records whose
+//! actor retired (dormant), the newest `--retain-records` (default 500) are kept and any
+//! older than 14 days by `max(updated_at, last_seen_at)` are dropped — the same cutoffs the
+//! durable registry applies, so a daemon running for weeks does not grow with every session
+//! it ever had. A dropped record leaves its group (group waits re-check), loses focus, is
+//! announced on the bus (`dropped`) and is forgotten by the durable registry.
 
 use crate::bus::BusMsg;
-use crate::persistence::PersistMsg;
+use crate::persistence::{last_activity, PersistMsg, RETENTION_AGE};
 use crate::session::{Dormant, SessionActor, SessionArgs, SessionMsg, SessionStart, SpawnContext};
 use crate::session_supervisor::SESSION_ACTOR_PREFIX;
 use crate::stats::Stats;
 use maxx_protocol::error::ErrorBody;
 use maxx_protocol::request::ListParams;
 use maxx_protocol::session::{Lifecycle, Outcome, SessionView, WorkflowState};
-use maxx_protocol::stream::AllCondition;
+use maxx_protocol::stream::{AllCondition, SourceKind, StreamEvent, STREAM_SCHEMA};
 use maxx_protocol::time::now_rfc3339;
 use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, RpcReplyPort};
 use serde::Serialize;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 /// Messages the registry handles.
 pub enum RegistryMsg {
@@ -107,6 +114,16 @@ struct Entry {
     actor: Option<ActorRef<SessionMsg>>,
     /// A retired closed/archived session's state, from which an actor is woken.
     dormant: Option<Box<Dormant>>,
+    /// While dormant: its place in [`RegistryState::dormant`] (its last activity).
+    dormant_at: Option<SystemTime>,
+}
+
+/// How the registry is configured.
+pub struct RegistryArgs {
+    /// Daemon-wide counters.
+    pub stats: Arc<Stats>,
+    /// Dormant closed/archived records kept (newest first).
+    pub retain: usize,
 }
 
 /// What the registry needs to wake a dormant session's actor.
@@ -207,6 +224,10 @@ pub struct RegistryState {
     waker: Option<Box<Waker>>,
     /// Distinguishes woken actors' names (a retiring one may not have released its name).
     wakes: u64,
+    /// Dormant records by last activity, oldest first: what retention drops.
+    dormant: BTreeSet<(SystemTime, String)>,
+    /// How many of them are kept.
+    retain: usize,
 }
 
 impl RegistryState {
@@ -313,6 +334,9 @@ impl RegistryState {
         let Some(dormant) = entry.dormant.take() else {
             return;
         };
+        if let Some(at) = entry.dormant_at.take() {
+            self.dormant.remove(&(at, id.to_string()));
+        }
         self.wakes += 1;
         let args = SessionArgs {
             session_id: id.to_string(),
@@ -338,6 +362,54 @@ impl RegistryState {
         }
     }
 
+    /// Drop the dormant records retention no longer keeps: past the count cap (oldest
+    /// first) or older than [`RETENTION_AGE`]. Live records are never dropped.
+    fn enforce_retention(&mut self, now: SystemTime) {
+        let mut dropped = Vec::new();
+        while let Some((at, _)) = self.dormant.first() {
+            let aged = now.duration_since(*at).unwrap_or_default() > RETENTION_AGE;
+            if self.dormant.len() <= self.retain && !aged {
+                break;
+            }
+            let Some((_, id)) = self.dormant.pop_first() else {
+                break;
+            };
+            if let Some(entry) = self.sessions.remove(&id) {
+                dropped.push((entry.view, aged));
+            }
+        }
+        if dropped.is_empty() {
+            return;
+        }
+        let gone: HashSet<&str> = dropped.iter().map(|(v, _)| v.session_id.as_str()).collect();
+        self.order.retain(|id| !gone.contains(id.as_str()));
+        let mut groups = BTreeSet::new();
+        for (view, aged) in &dropped {
+            self.surfaces.remove(&view.surface_id);
+            if self.focused.as_deref() == Some(view.session_id.as_str()) {
+                self.focused = None;
+            }
+            self.index(Some(view), None);
+            groups.extend(view.group.clone());
+            if let Some(waker) = &self.waker {
+                let _ = waker
+                    .bus
+                    .cast(BusMsg::Publish(Box::new(dropped_event(view, *aged))));
+            }
+        }
+        for g in groups {
+            self.settle_group(&g);
+        }
+        let n = dropped.len() as i64;
+        let ids = dropped.into_iter().map(|(v, _)| v.session_id).collect();
+        if let Some(waker) = &self.waker {
+            let _ = waker.persist.cast(PersistMsg::Drop(ids));
+        }
+        Stats::add(&self.stats.records, -n);
+        Stats::add(&self.stats.records_dropped, n);
+        crate::memory::churn(&self.stats, n * crate::memory::RETIRE_CHURN);
+    }
+
     fn view(&self, id: &str) -> Option<SessionView> {
         self.sessions.get(id).map(|e| {
             let mut v = (*e.view).clone();
@@ -347,21 +419,42 @@ impl RegistryState {
     }
 }
 
+/// The mechanical event announcing that retention dropped a record.
+fn dropped_event(view: &SessionView, aged: bool) -> StreamEvent {
+    StreamEvent {
+        schema: STREAM_SCHEMA,
+        cursor: 0,
+        seq: None,
+        source_kind: SourceKind::Maxx,
+        kind: "lifecycle".into(),
+        name: Some("dropped".into()),
+        source: "maxx".into(),
+        message: None,
+        payload: Some(serde_json::json!({"reason": if aged { "age" } else { "count" }})),
+        created_at: now_rfc3339(),
+        resource_kind: "session".into(),
+        session_id: view.session_id.clone(),
+        surface_id: view.surface_id.clone(),
+        group: view.group.clone(),
+        pid: None,
+    }
+}
+
 /// The actor.
 pub struct RegistryActor;
 
 impl Actor for RegistryActor {
     type Msg = RegistryMsg;
     type State = RegistryState;
-    type Arguments = Arc<Stats>;
+    type Arguments = RegistryArgs;
 
     async fn pre_start(
         &self,
         _myself: ActorRef<RegistryMsg>,
-        stats: Arc<Stats>,
+        args: RegistryArgs,
     ) -> Result<RegistryState, ActorProcessingErr> {
         Ok(RegistryState {
-            stats,
+            stats: args.stats,
             sessions: HashMap::new(),
             order: Vec::new(),
             surfaces: HashMap::new(),
@@ -371,6 +464,8 @@ impl Actor for RegistryActor {
             next_waiter: 0,
             waker: None,
             wakes: 0,
+            dormant: BTreeSet::new(),
+            retain: args.retain,
         })
     }
 
@@ -388,19 +483,26 @@ impl Actor for RegistryActor {
                 let old = state.sessions.get(&id).map(|e| (*e.view).clone());
                 state.index(old.as_ref(), Some(&view));
                 let group = view.group.clone();
-                if state
-                    .sessions
-                    .insert(
-                        id.clone(),
-                        Entry {
-                            view,
-                            actor: Some(actor),
-                            dormant: None,
-                        },
-                    )
-                    .is_none()
-                {
-                    state.order.push(id.clone());
+                match state.sessions.insert(
+                    id.clone(),
+                    Entry {
+                        view,
+                        actor: Some(actor),
+                        dormant: None,
+                        dormant_at: None,
+                    },
+                ) {
+                    None => {
+                        state.order.push(id.clone());
+                        Stats::add(&state.stats.records, 1);
+                        // Age-based retention needs no timer: it runs as records come and go.
+                        state.enforce_retention(SystemTime::now());
+                    }
+                    Some(old) => {
+                        if let Some(at) = old.dormant_at {
+                            state.dormant.remove(&(at, id.clone()));
+                        }
+                    }
                 }
                 if focus {
                     state.focus(id);
@@ -568,7 +670,11 @@ impl Actor for RegistryActor {
                     {
                         entry.actor = None;
                         entry.dormant = Some(dormant);
+                        let at = last_activity(&entry.view);
+                        entry.dormant_at = Some(at);
+                        state.dormant.insert((at, session_id));
                         crate::memory::churn(&state.stats, crate::memory::RETIRE_CHURN);
+                        state.enforce_retention(SystemTime::now());
                         crate::memory::idle(&state.stats);
                     }
                 }

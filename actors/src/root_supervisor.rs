@@ -37,6 +37,8 @@ pub struct RootArgs {
     pub dir: ControlDir,
     /// fdatasync every journal write.
     pub fsync: bool,
+    /// Closed/archived records retention keeps (memory and disk).
+    pub retain_records: usize,
     /// The agent profiles file.
     pub profiles_path: Option<PathBuf>,
     /// The capability policy file.
@@ -63,7 +65,10 @@ impl Actor for RootSupervisor {
         let (registry, _) = Actor::spawn_linked(
             Some("registry".into()),
             RegistryActor,
-            args.spawn.stats.clone(),
+            crate::registry::RegistryArgs {
+                stats: args.spawn.stats.clone(),
+                retain: args.retain_records,
+            },
             cell.clone(),
         )
         .await?;
@@ -74,6 +79,7 @@ impl Actor for RootSupervisor {
                 dir: args.dir,
                 fsync: args.fsync,
                 stats: args.spawn.stats.clone(),
+                retain: args.retain_records,
             },
             cell.clone(),
         )

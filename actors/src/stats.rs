@@ -10,6 +10,10 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 pub struct Stats {
     /// Session actors alive.
     pub sessions: AtomicI64,
+    /// Records in the registry: live sessions and the closed/archived records retention keeps.
+    pub records: AtomicI64,
+    /// Records retention dropped since start (closed/archived, oldest or past 14 days).
+    pub records_dropped: AtomicI64,
     /// Connections being served.
     pub connections: AtomicI64,
     /// `sessions.watch` subscriptions registered with session actors.
@@ -36,6 +40,10 @@ pub struct Stats {
 pub struct StatsSnapshot {
     /// Session actors alive.
     pub sessions: i64,
+    /// Records in the registry (live and retained closed/archived).
+    pub records: i64,
+    /// Records retention dropped since start.
+    pub records_dropped: i64,
     /// Connections being served (including the one asking).
     pub connections: i64,
     /// Live `sessions.watch` subscriptions.
@@ -57,6 +65,8 @@ impl Stats {
     pub fn snapshot(&self) -> StatsSnapshot {
         StatsSnapshot {
             sessions: self.sessions.load(Ordering::Relaxed),
+            records: self.records.load(Ordering::Relaxed),
+            records_dropped: self.records_dropped.load(Ordering::Relaxed),
             connections: self.connections.load(Ordering::Relaxed),
             watchers: self.watchers.load(Ordering::Relaxed),
             waiters: self.waiters.load(Ordering::Relaxed),

@@ -77,6 +77,9 @@ pub const WATCH_BUFFER: usize = 1024;
 pub const GROUP_MAX_CHARS: usize = 128;
 /// Events the bus retains for `since` replay (oldest evicted first).
 pub const BUS_RETAINED_EVENTS: usize = 10_000;
+/// Closed/archived records kept (newest first) by default: in memory beyond every live
+/// session, and in `registry.json` as the count cap (`maxx daemon --retain-records`).
+pub const RETAINED_RECORDS: usize = 500;
 /// Raw output each session keeps for materialising its screen on the first read.
 pub const RAW_RING_BYTES: usize = 1024 * 1024;
 /// Default scrollback of a session's screen model, in lines.
