@@ -53,17 +53,65 @@ pub fn idle(stats: &std::sync::Arc<Stats>) {
 /// Give every arena's unused pages back to the system now.
 pub fn purge() {
     // `MALLCTL_ARENAS_ALL`: the pseudo-index meaning every arena.
-    const NAME: &[u8] = b"arena.4096.purge\0";
     // SAFETY: a documented mallctl that takes and returns nothing.
     unsafe {
         tikv_jemalloc_sys::mallctl(
-            NAME.as_ptr().cast(),
+            c"arena.4096.purge".as_ptr(),
             std::ptr::null_mut(),
             std::ptr::null_mut(),
             std::ptr::null_mut(),
             0,
         );
     }
+}
+
+/// The allocator's own account of the heap, in bytes.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Heap {
+    /// Bytes in live allocations.
+    pub allocated: u64,
+    /// Bytes resident in memory the allocator holds (live, free-but-unpurged and metadata).
+    pub resident: u64,
+}
+
+/// Read [`Heap`] now (`None` when the allocator keeps no statistics, e.g. in a test binary
+/// that runs on the system allocator and never initialised jemalloc's counters).
+pub fn heap() -> Option<Heap> {
+    // Counters are cached until the epoch advances.
+    let mut epoch: u64 = 1;
+    let mut len = std::mem::size_of::<u64>();
+    // SAFETY: `epoch` is a u64 in and out, as the mallctl documents.
+    let rc = unsafe {
+        tikv_jemalloc_sys::mallctl(
+            c"epoch".as_ptr(),
+            (&mut epoch as *mut u64).cast(),
+            &mut len,
+            (&mut epoch as *mut u64).cast(),
+            len,
+        )
+    };
+    if rc != 0 {
+        return None;
+    }
+    let read = |name: &std::ffi::CStr| -> Option<u64> {
+        let mut value: usize = 0;
+        let mut len = std::mem::size_of::<usize>();
+        // SAFETY: `stats.*` byte counters are size_t.
+        let rc = unsafe {
+            tikv_jemalloc_sys::mallctl(
+                name.as_ptr(),
+                (&mut value as *mut usize).cast(),
+                &mut len,
+                std::ptr::null_mut(),
+                0,
+            )
+        };
+        (rc == 0).then_some(value as u64)
+    };
+    Some(Heap {
+        allocated: read(c"stats.allocated")?,
+        resident: read(c"stats.resident")?,
+    })
 }
 
 /// A numeric jemalloc option (e.g. `opt.muzzy_decay_ms`), or `None` if jemalloc has no

@@ -27,7 +27,7 @@ pub struct Stats {
     pub journal_behind: AtomicI64,
     /// Journal or snapshot writes that failed since the daemon started.
     pub journal_write_errors: AtomicI64,
-    /// Freed-memory churn since the last `malloc_trim` (see `memory.rs`).
+    /// Freed-memory churn since the last purge (see `memory.rs`).
     pub churn: AtomicI64,
     /// A trim is running.
     pub trimming: AtomicBool,
@@ -56,13 +56,18 @@ pub struct StatsSnapshot {
     pub journal_behind: i64,
     /// Failed journal writes since start.
     pub journal_write_errors: i64,
-    /// Times freed memory was handed back to the system (`malloc_trim`) after a burst.
+    /// Times freed memory was handed back to the system (a jemalloc purge) after a burst.
     pub memory_trims: i64,
+    /// Bytes in live heap allocations, as the allocator counts them (0 if unavailable).
+    pub heap_allocated: u64,
+    /// Bytes of memory the allocator holds resident (0 if unavailable).
+    pub heap_resident: u64,
 }
 
 impl Stats {
     /// Read every counter.
     pub fn snapshot(&self) -> StatsSnapshot {
+        let heap = crate::memory::heap().unwrap_or_default();
         StatsSnapshot {
             sessions: self.sessions.load(Ordering::Relaxed),
             records: self.records.load(Ordering::Relaxed),
@@ -74,6 +79,8 @@ impl Stats {
             journal_behind: self.journal_behind.load(Ordering::Relaxed),
             journal_write_errors: self.journal_write_errors.load(Ordering::Relaxed),
             memory_trims: self.memory_trims.load(Ordering::Relaxed),
+            heap_allocated: heap.allocated,
+            heap_resident: heap.resident,
         }
     }
 
