@@ -451,6 +451,13 @@ fn retention_keeps_live_records_and_the_newest_closed_ones() {
     let mut expected = live.clone();
     expected.extend_from_slice(&closed[2..]);
     assert_eq!(listed, expected, "creation order, the dropped ones gone");
+    let in_group: Vec<String> = d.ok("sessions.list", json!({"group": "g"}))["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["session_id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(in_group, expected, "a group list is in creation order too");
     // Each drop is announced once, as a mechanical event.
     let mut dropped = Vec::new();
     while dropped.len() < 2 {

@@ -22,7 +22,7 @@ use maxx_protocol::stream::{AllCondition, SourceKind, StreamEvent, STREAM_SCHEMA
 use maxx_protocol::time::now_rfc3339;
 use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, RpcReplyPort};
 use serde::Serialize;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -116,6 +116,8 @@ struct Entry {
     dormant: Option<Box<Dormant>>,
     /// While dormant: its place in [`RegistryState::dormant`] (its last activity).
     dormant_at: Option<SystemTime>,
+    /// Its place in [`RegistryState::order`].
+    seq: u64,
 }
 
 /// How the registry is configured.
@@ -213,8 +215,8 @@ struct GroupWaiter {
 pub struct RegistryState {
     stats: Arc<Stats>,
     sessions: HashMap<String, Entry>,
-    /// Session ids in creation order.
-    order: Vec<String>,
+    /// Session ids by creation order (a number per record, never reused).
+    order: BTreeMap<u64, String>,
     /// surface_id → session_id.
     surfaces: HashMap<String, String>,
     focused: Option<String>,
@@ -375,14 +377,13 @@ impl RegistryState {
                 break;
             };
             if let Some(entry) = self.sessions.remove(&id) {
+                self.order.remove(&entry.seq);
                 dropped.push((entry.view, aged));
             }
         }
         if dropped.is_empty() {
             return;
         }
-        let gone: HashSet<&str> = dropped.iter().map(|(v, _)| v.session_id.as_str()).collect();
-        self.order.retain(|id| !gone.contains(id.as_str()));
         let mut groups = BTreeSet::new();
         for (view, aged) in &dropped {
             self.surfaces.remove(&view.surface_id);
@@ -456,7 +457,7 @@ impl Actor for RegistryActor {
         Ok(RegistryState {
             stats: args.stats,
             sessions: HashMap::new(),
-            order: Vec::new(),
+            order: BTreeMap::new(),
             surfaces: HashMap::new(),
             focused: None,
             groups: HashMap::new(),
@@ -483,6 +484,10 @@ impl Actor for RegistryActor {
                 let old = state.sessions.get(&id).map(|e| (*e.view).clone());
                 state.index(old.as_ref(), Some(&view));
                 let group = view.group.clone();
+                let (seq, fresh) = match state.sessions.get(&id) {
+                    Some(e) => (e.seq, false),
+                    None => (state.order.last_key_value().map_or(0, |(k, _)| k + 1), true),
+                };
                 match state.sessions.insert(
                     id.clone(),
                     Entry {
@@ -490,10 +495,12 @@ impl Actor for RegistryActor {
                         actor: Some(actor),
                         dormant: None,
                         dormant_at: None,
+                        seq,
                     },
                 ) {
                     None => {
-                        state.order.push(id.clone());
+                        debug_assert!(fresh);
+                        state.order.insert(seq, id.clone());
                         Stats::add(&state.stats.records, 1);
                         // Age-based retention needs no timer: it runs as records come and go.
                         state.enforce_retention(SystemTime::now());
@@ -630,9 +637,24 @@ impl Actor for RegistryActor {
                 let _ = reply.send(state.view(&id));
             }
             RegistryMsg::List(p, reply) => {
-                let all = state
-                    .order
-                    .iter()
+                // A group filter starts from the group's members (a supervisor listing its
+                // group pays for the group, not for every record the daemon keeps).
+                let candidates: Vec<&String> = match &p.group {
+                    Some(g) => {
+                        let mut members: Vec<(u64, &String)> = state
+                            .groups
+                            .get(g)
+                            .into_iter()
+                            .flat_map(|idx| idx.members.iter())
+                            .filter_map(|id| state.sessions.get(id).map(|e| (e.seq, id)))
+                            .collect();
+                        members.sort_unstable_by_key(|(seq, _)| *seq);
+                        members.into_iter().map(|(_, id)| id).collect()
+                    }
+                    None => state.order.values().collect(),
+                };
+                let all = candidates
+                    .into_iter()
                     .filter(|id| {
                         state.sessions.get(*id).is_some_and(|e| {
                             p.metadata_filter
