@@ -93,38 +93,29 @@ pub fn heap() -> Option<Heap> {
     if rc != 0 {
         return None;
     }
-    let read = |name: &std::ffi::CStr| -> Option<u64> {
-        let mut value: usize = 0;
-        let mut len = std::mem::size_of::<usize>();
-        // SAFETY: `stats.*` byte counters are size_t.
-        let rc = unsafe {
-            tikv_jemalloc_sys::mallctl(
-                name.as_ptr(),
-                (&mut value as *mut usize).cast(),
-                &mut len,
-                std::ptr::null_mut(),
-                0,
-            )
-        };
-        (rc == 0).then_some(value as u64)
-    };
+    // `stats.*` byte counters are size_t.
     Some(Heap {
-        allocated: read(c"stats.allocated")?,
-        resident: read(c"stats.resident")?,
+        allocated: read::<usize>(c"stats.allocated")? as u64,
+        resident: read::<usize>(c"stats.resident")? as u64,
     })
 }
 
-/// A numeric jemalloc option (e.g. `opt.muzzy_decay_ms`), or `None` if jemalloc has no
-/// such option. For tests and diagnostics.
+/// A numeric jemalloc option (e.g. `opt.muzzy_decay_ms`, an ssize_t), or `None` if jemalloc
+/// has no such option. For tests and diagnostics.
 pub fn allocator_option(name: &str) -> Option<isize> {
-    let name = std::ffi::CString::new(name).ok()?;
-    let mut value: isize = 0;
-    let mut len = std::mem::size_of::<isize>();
-    // SAFETY: `value` and `len` describe a valid buffer of the option's type (ssize_t).
+    read::<isize>(&std::ffi::CString::new(name).ok()?)
+}
+
+/// Read a mallctl value whose C type is `T` (a plain integer: `size_t`, `ssize_t`, ...).
+fn read<T: Copy + Default>(name: &std::ffi::CStr) -> Option<T> {
+    let mut value = T::default();
+    let mut len = std::mem::size_of::<T>();
+    // SAFETY: `value` and `len` describe a buffer of the value's own type, as the caller
+    // promises for `name`; jemalloc refuses (EINVAL) a length that does not match.
     let rc = unsafe {
         tikv_jemalloc_sys::mallctl(
             name.as_ptr(),
-            (&mut value as *mut isize).cast(),
+            (&mut value as *mut T).cast(),
             &mut len,
             std::ptr::null_mut(),
             0,
