@@ -400,6 +400,50 @@ fn interrupt_reaches_the_foreground_job() {
 }
 
 #[test]
+fn the_child_starts_as_a_terminal_would_start_it() {
+    // Session leader with the PTY as its controlling terminal, every signal at its default
+    // (the daemon ignores SIGPIPE; the child must not inherit that), nothing blocked, only
+    // stdio open, in the requested directory.
+    let d = Daemon::start();
+    let dir = d.path("work");
+    std::fs::create_dir(&dir).unwrap();
+    let out = d.path("facts.txt");
+    let cmd = format!(
+        "t=$(readlink /proc/$$/fd/0 /proc/$$/fd/1 /proc/$$/fd/2 | sort -u); \
+         {{ ps -o sid= -o tty= -p $$; grep -E '^Sig(Ign|Blk)' /proc/self/status; \
+           ls /proc/self/fd | wc -l; pwd; echo \"$t\"; \
+           echo $$; }} > {o}.tmp && mv {o}.tmp {o}",
+        o = out.display()
+    );
+    let id = id_of(&d.create(json!({"command": cmd, "cwd": dir.display().to_string()})));
+    let pid = d.get(&id)["pid"].as_u64().unwrap();
+    let facts = wait_for("the child's facts", T, || read(&out));
+    let lines: Vec<&str> = facts.lines().collect();
+    let sid_tty: Vec<&str> = lines[0].split_whitespace().collect();
+    assert_eq!(sid_tty[0], pid.to_string(), "session leader: {facts}");
+    assert!(sid_tty[1].starts_with("pts/"), "controlling tty: {facts}");
+    let mask = |line: &str| u64::from_str_radix(line.split_whitespace().nth(1).unwrap(), 16);
+    assert_eq!(mask(lines[1]), Ok(0), "nothing blocked: {facts}");
+    // glibc's posix_spawn leaves its two internal signals (32, 33: bits 31 and 32) ignored
+    // across exec; no program can use them, and one that installs a handler replaces that.
+    let glibc_internal = (1u64 << 31) | (1u64 << 32);
+    assert_eq!(
+        mask(lines[2]).map(|m| m & !glibc_internal),
+        Ok(0),
+        "nothing ignored: {facts}"
+    );
+    // ls's own listing fd makes 4: 0, 1, 2 and the directory it reads.
+    assert_eq!(lines[3].trim(), "4", "only stdio crosses exec: {facts}");
+    assert_eq!(lines[4], dir.display().to_string());
+    assert_eq!(
+        lines[5],
+        format!("/dev/{}", sid_tty[1]),
+        "stdio is the tty: {facts}"
+    );
+    assert_eq!(lines[6], pid.to_string());
+}
+
+#[test]
 fn env_reaches_the_child_and_register_current_proves_identity() {
     let d = Daemon::start();
     let out = d.path("who.json");
