@@ -556,6 +556,35 @@ fn control_dir_must_be_ours_and_private() {
         assert!(stderr.contains("refusing control dir"), "{stderr}");
         assert!(!loose.join("token").exists());
     }
+    // A private (0700) dir that belongs to somebody else.
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped the other-owner case: needs root to chown a dir to nobody");
+        return;
+    }
+    let nobody = nix::unistd::User::from_name("nobody")
+        .unwrap()
+        .expect("a nobody user");
+    let theirs = tmp.path().join("theirs");
+    std::fs::create_dir(&theirs).unwrap();
+    std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o700)).unwrap();
+    nix::unistd::chown(&theirs, Some(nobody.uid), Some(nobody.gid)).unwrap();
+    let out = std::process::Command::new(maxx_bin())
+        .args(["daemon"])
+        .env("MAXX_CONTROL_DIR", &theirs)
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("refusing control dir")
+            && stderr.contains(&format!("owned by uid {}", nobody.uid)),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&theirs).unwrap().count(),
+        0,
+        "nothing written"
+    );
 }
 
 #[test]
