@@ -434,10 +434,20 @@ fn secrets_never_reach_logs_files_or_responses() {
         .tempdir()
         .unwrap();
     let control = tmp.path().join("ctl");
+    let profiles = tmp.path().join("agent-profiles.json");
+    std::fs::write(
+        &profiles,
+        json!({"version": 1, "profiles": {"agent": {
+            "command": "sleep 30", "env": ["PROFILE_KEY=sk-very-secret-3"]
+        }}})
+        .to_string(),
+    )
+    .unwrap();
     // A detached daemon logs to daemon.log at the most verbose level.
     let out = std::process::Command::new(maxx_bin())
         .args(["daemon", "--detach", "--log-level", "trace"])
         .env("MAXX_CONTROL_DIR", &control)
+        .env("MAXX_PROFILES_FILE", &profiles)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{out:?}");
@@ -464,6 +474,19 @@ fn secrets_never_reach_logs_files_or_responses() {
         .to_string();
     let bad = run(&["sessions", "create", "--env", "BAD-KEY=sk-very-secret-2"]);
     assert_eq!(bad.status.code(), Some(1));
+    let from_profile = run(&["sessions", "create", "--profile", "agent"]);
+    assert_eq!(from_profile.status.code(), Some(0), "{from_profile:?}");
+    let listed = run(&["profiles", "list"]);
+    assert_eq!(listed.status.code(), Some(0));
+    let session_of = |out: &std::process::Output| {
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["result"]["session"]["session_id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let got = run(&["sessions", "get", &session_of(&from_profile)]);
+    run(&["sessions", "cancel", &session_of(&from_profile)]);
     run(&[
         "sessions",
         "set-metadata",
@@ -494,7 +517,7 @@ fn secrets_never_reach_logs_files_or_responses() {
             ));
         }
     }
-    for output in [&created, &bad] {
+    for output in [&created, &bad, &from_profile, &listed, &got] {
         haystack.push_str(&String::from_utf8_lossy(&output.stdout));
         haystack.push_str(&String::from_utf8_lossy(&output.stderr));
     }
@@ -502,7 +525,16 @@ fn secrets_never_reach_logs_files_or_responses() {
         haystack.contains("sessions.create") || haystack.contains("ready"),
         "the log has content"
     );
-    for secret in ["sk-very-secret-1", "sk-very-secret-2", token.trim()] {
+    assert!(
+        haystack.contains("PROFILE_KEY"),
+        "the profile's env key is listed"
+    );
+    for secret in [
+        "sk-very-secret-1",
+        "sk-very-secret-2",
+        "sk-very-secret-3",
+        token.trim(),
+    ] {
         assert!(!haystack.contains(secret), "{secret} leaked");
     }
 }
