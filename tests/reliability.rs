@@ -129,12 +129,17 @@ fn mixed_load_from_many_clients_has_no_unexpected_errors_and_leaks_nothing() {
 }
 
 /// The issue's full size: 200 clients × 500 mixed requests (a session every 50 requests),
-/// three rounds on one daemon. Run with
+/// three rounds on one daemon (`MAXX_LOAD_ROUNDS=N` for a soak: 30 rounds is ~8 minutes and
+/// 60,000 sessions). Run with
 /// `cargo test --release --test main -- --ignored full_mixed_load --nocapture`.
 #[test]
 #[ignore]
 fn full_mixed_load() {
-    mixed_load(200, 500, 50, 500, 3);
+    let rounds = std::env::var("MAXX_LOAD_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(3);
+    mixed_load(200, 500, 50, 500, rounds);
 }
 
 /// `rounds` times: `clients` threads × `per_client` requests; every `create_every`-th
@@ -161,6 +166,7 @@ fn mixed_load(
     let socket = d.socket();
     let token = d.token();
     let rss_before = rss(d.pid());
+    let fds_before = open_fds(d.pid());
     let sessions = clients * per_client.div_ceil(create_every);
     // What stays after a round (docs/reliability.md, "Memory after load"): the kept
     // records (each its view, its encoded audit log — ~20 entries here — and its dormant
@@ -174,6 +180,7 @@ fn mixed_load(
     const HEAP_SLACK: u64 = 1024 * 1024;
     let mut after = Vec::new();
     let mut heap_after = Vec::new();
+    let mut threads_after = Vec::new();
     for round in 1..=rounds {
         let started = Instant::now();
         let kept_before = retain.min(sessions * (round - 1));
@@ -284,15 +291,24 @@ fn mixed_load(
         };
         let stats = d.ok("daemon.stats", json!({}));
         let heap = stats["heap_allocated"].as_u64().unwrap();
+        let fds = open_fds(d.pid());
+        let threads = proc_status_kib(d.pid(), "Threads:");
         eprintln!(
             "round {round}, every session closed ({kept} records kept, {} dropped in all): \
              anonymous RSS {rss_after} KiB (start {rss_before} KiB), peak RSS {} KiB, \
-             live heap {} KiB, allocator resident {} KiB, {} purges",
+             live heap {} KiB, allocator resident {} KiB, {} purges, {fds} fds \
+             (start {fds_before}), {threads} threads",
             sessions * round - kept,
             hwm(d.pid()),
             heap / 1024,
             stats["heap_resident"].as_u64().unwrap() / 1024,
             stats["memory_trims"],
+        );
+        // Every session's PTY master, pidfd and connection is closed with it: only the
+        // asking connection is new since the start.
+        assert!(
+            fds <= fds_before + 1,
+            "round {round}: {fds} open descriptors, {fds_before} at the start"
         );
         assert!(
             rss_after < bound,
@@ -300,15 +316,29 @@ fn mixed_load(
         );
         after.push(rss_after);
         heap_after.push(heap);
+        threads_after.push(threads);
     }
     // From the second round on the same records are kept and the ring is full: the live
-    // heap must not grow with the sessions the daemon has had (a leak would).
-    if let (Some(second), Some(last)) = (heap_after.get(1), heap_after.last()) {
+    // heap must not grow with the sessions the daemon has had (a leak would), and no
+    // thread may be left behind per round.
+    if let Some(second) = heap_after.get(1) {
+        let most = heap_after[1..].iter().max().unwrap();
         assert!(
-            *last < second + HEAP_SLACK,
+            *most < second + HEAP_SLACK,
             "live heap after each round grows: {heap_after:?} bytes (RSS {after:?} KiB)"
         );
+        assert!(
+            threads_after[1..].iter().all(|t| *t <= threads_after[1]),
+            "threads after each round: {threads_after:?}"
+        );
     }
+}
+
+/// Open descriptors of a process.
+fn open_fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .count()
 }
 
 /// Resident anonymous memory of a process (its heap, stacks and allocator state; not the
