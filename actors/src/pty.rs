@@ -355,19 +355,52 @@ mod spawn {
         }
     }
 
-    pub struct FileActions(Box<libc::posix_spawn_file_actions_t>);
+    /// A glibc object on the heap (so it never moves while glibc holds pointers into it),
+    /// set up by its `init` and torn down by its `destroy`.
+    struct Object<T> {
+        ptr: *mut T,
+        destroy: unsafe extern "C" fn(*mut T) -> libc::c_int,
+    }
+
+    impl<T> Object<T> {
+        fn new(
+            init: unsafe extern "C" fn(*mut T) -> libc::c_int,
+            destroy: unsafe extern "C" fn(*mut T) -> libc::c_int,
+        ) -> io::Result<Self> {
+            let ptr = Box::into_raw(Box::new(MaybeUninit::<T>::uninit())).cast::<T>();
+            // SAFETY: `ptr` is valid for writes; init fills the object.
+            if let Err(e) = check(unsafe { init(ptr) }) {
+                // SAFETY: allocated just above as a MaybeUninit<T>; never initialised.
+                drop(unsafe { Box::from_raw(ptr.cast::<MaybeUninit<T>>()) });
+                return Err(e);
+            }
+            Ok(Self { ptr, destroy })
+        }
+    }
+
+    impl<T> Drop for Object<T> {
+        fn drop(&mut self) {
+            // SAFETY: initialised in `new`, destroyed once, then its allocation freed.
+            unsafe {
+                (self.destroy)(self.ptr);
+                drop(Box::from_raw(self.ptr.cast::<MaybeUninit<T>>()));
+            }
+        }
+    }
+
+    pub struct FileActions(Object<libc::posix_spawn_file_actions_t>);
 
     impl FileActions {
         pub fn new() -> io::Result<Self> {
-            let mut fa = Box::new(MaybeUninit::<libc::posix_spawn_file_actions_t>::uninit());
-            // SAFETY: init fills the object; on success it is initialised.
-            check(unsafe { libc::posix_spawn_file_actions_init(fa.as_mut_ptr()) })?;
-            // SAFETY: initialised just above; MaybeUninit<T> has T's layout.
-            Ok(Self(unsafe { Box::from_raw(Box::into_raw(fa).cast()) }))
+            Object::new(
+                libc::posix_spawn_file_actions_init,
+                libc::posix_spawn_file_actions_destroy,
+            )
+            .map(Self)
         }
 
         fn ptr(&self) -> *mut libc::posix_spawn_file_actions_t {
-            &*self.0 as *const _ as *mut _
+            self.0.ptr
         }
 
         pub fn chdir(&self, dir: &CString) -> io::Result<()> {
@@ -393,26 +426,15 @@ mod spawn {
         }
     }
 
-    impl Drop for FileActions {
-        fn drop(&mut self) {
-            // SAFETY: initialised in `new`, destroyed once.
-            unsafe { libc::posix_spawn_file_actions_destroy(self.ptr()) };
-        }
-    }
-
-    pub struct Attr(Box<libc::posix_spawnattr_t>);
+    pub struct Attr(Object<libc::posix_spawnattr_t>);
 
     impl Attr {
         pub fn new() -> io::Result<Self> {
-            let mut attr = Box::new(MaybeUninit::<libc::posix_spawnattr_t>::uninit());
-            // SAFETY: init fills the object; on success it is initialised.
-            check(unsafe { libc::posix_spawnattr_init(attr.as_mut_ptr()) })?;
-            // SAFETY: initialised just above.
-            Ok(Self(unsafe { Box::from_raw(Box::into_raw(attr).cast()) }))
+            Object::new(libc::posix_spawnattr_init, libc::posix_spawnattr_destroy).map(Self)
         }
 
         fn ptr(&self) -> *mut libc::posix_spawnattr_t {
-            &*self.0 as *const _ as *mut _
+            self.0.ptr
         }
 
         /// `setsid` in the child, every signal's disposition back to the default (the
@@ -438,13 +460,6 @@ mod spawn {
         }
     }
 
-    impl Drop for Attr {
-        fn drop(&mut self) {
-            // SAFETY: initialised in `new`, destroyed once.
-            unsafe { libc::posix_spawnattr_destroy(self.ptr()) };
-        }
-    }
-
     /// `posix_spawn` (or `posix_spawnp` for a bare program name); returns the child's pid.
     pub fn spawn(
         program: &CString,
@@ -453,16 +468,15 @@ mod spawn {
         argv: &[CString],
         envp: &[CString],
     ) -> io::Result<u32> {
-        let argv: Vec<*mut libc::c_char> = argv
-            .iter()
-            .map(|a| a.as_ptr().cast_mut())
-            .chain(std::iter::once(std::ptr::null_mut()))
-            .collect();
-        let envp: Vec<*mut libc::c_char> = envp
-            .iter()
-            .map(|e| e.as_ptr().cast_mut())
-            .chain(std::iter::once(std::ptr::null_mut()))
-            .collect();
+        // NULL-terminated arrays of pointers into the CStrings, which outlive the call.
+        let c_array = |strings: &[CString]| -> Vec<*mut libc::c_char> {
+            strings
+                .iter()
+                .map(|a| a.as_ptr().cast_mut())
+                .chain(std::iter::once(std::ptr::null_mut()))
+                .collect()
+        };
+        let (argv, envp) = (c_array(argv), c_array(envp));
         let mut pid: libc::pid_t = 0;
         let search = !program.as_bytes().contains(&b'/');
         // SAFETY: every pointer is valid and NUL-terminated for the call's duration; glibc
@@ -734,5 +748,51 @@ async fn pump<F>(
                 None => input_open = false,
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tty() -> (Box<dyn MasterPty + Send>, PathBuf) {
+        let pair = native_pty_system()
+            .openpty(PtySize::default())
+            .expect("openpty");
+        let name = pair.master.tty_name().expect("a slave name");
+        (pair.master, name)
+    }
+
+    fn spec(command: &str, cwd: &str) -> SpawnSpec {
+        SpawnSpec {
+            command: Some(command.into()),
+            cwd: cwd.into(),
+            env: vec![("MAXX_T".into(), "1".into()), ("MAXX_T".into(), "7".into())],
+            cols: 80,
+            rows: 24,
+        }
+    }
+
+    #[test]
+    fn a_failed_chdir_comes_back_as_the_spawn_error() {
+        let (_master, name) = tty();
+        let err = spawn_on_tty(&spec("exit 0", "/nonexistent/dir"), &name).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::NotFound, "{err}");
+        assert!(err.to_string().starts_with("spawn: "), "{err}");
+    }
+
+    #[test]
+    fn the_child_gets_its_env_with_later_entries_winning() {
+        let (_master, name) = tty();
+        let pid = spawn_on_tty(&spec("exit $MAXX_T", "/"), &name).unwrap();
+        let status = waitpid(Pid::from_raw(pid as i32), None).unwrap();
+        assert_eq!(status, WaitStatus::Exited(Pid::from_raw(pid as i32), 7));
+    }
+
+    #[test]
+    fn a_nul_in_an_argument_is_refused_before_anything_runs() {
+        let (_master, name) = tty();
+        let err = spawn_on_tty(&spec("echo a\0b", "/"), &name).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
     }
 }
