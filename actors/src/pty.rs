@@ -478,29 +478,23 @@ mod spawn {
         };
         let (argv, envp) = (c_array(argv), c_array(envp));
         let mut pid: libc::pid_t = 0;
-        let search = !program.as_bytes().contains(&b'/');
+        // A bare program name is searched on PATH, as a shell would.
+        let call = if program.as_bytes().contains(&b'/') {
+            libc::posix_spawn
+        } else {
+            libc::posix_spawnp
+        };
         // SAFETY: every pointer is valid and NUL-terminated for the call's duration; glibc
         // does not write through argv/envp.
         let rc = unsafe {
-            if search {
-                libc::posix_spawnp(
-                    &mut pid,
-                    program.as_ptr(),
-                    actions.ptr(),
-                    attr.ptr(),
-                    argv.as_ptr(),
-                    envp.as_ptr(),
-                )
-            } else {
-                libc::posix_spawn(
-                    &mut pid,
-                    program.as_ptr(),
-                    actions.ptr(),
-                    attr.ptr(),
-                    argv.as_ptr(),
-                    envp.as_ptr(),
-                )
-            }
+            call(
+                &mut pid,
+                program.as_ptr(),
+                actions.ptr(),
+                attr.ptr(),
+                argv.as_ptr(),
+                envp.as_ptr(),
+            )
         };
         check(rc)?;
         Ok(pid as u32)
