@@ -321,10 +321,14 @@ fn mixed_load(
     // From the second round on the same records are kept and the ring is full: the live
     // heap must not grow with the sessions the daemon has had (a leak would), and no
     // thread may be left behind per round.
+    // A leak raises every later round; noise (the bus ring's and the kept records' payload
+    // sizes, allocator caches) raises single rounds by up to ~1.5 MiB: in a long run, compare
+    // the lowest of the last three rounds.
     if let Some(second) = heap_after.get(1) {
-        let most = heap_after[1..].iter().max().unwrap();
+        let tail = &heap_after[heap_after.len().saturating_sub(3).max(2)..];
+        let floor = tail.iter().min().unwrap_or(heap_after.last().unwrap());
         assert!(
-            *most < second + HEAP_SLACK,
+            *floor < second + HEAP_SLACK,
             "live heap after each round grows: {heap_after:?} bytes (RSS {after:?} KiB)"
         );
         assert!(
