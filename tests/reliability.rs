@@ -321,14 +321,25 @@ fn mixed_load(
     // From the second round on the same records are kept and the ring is full: the live
     // heap must not grow with the sessions the daemon has had (a leak would), and no
     // thread may be left behind per round.
-    // A leak raises every later round; noise (the bus ring's and the kept records' payload
-    // sizes, allocator caches) raises single rounds by up to ~1.5 MiB: in a long run, compare
-    // the lowest of the last three rounds.
+    // A leak raises every later round by the same amount; noise (the bus ring's and the kept
+    // records' payload sizes, allocator caches) moves single rounds by up to ~1 MiB, and the
+    // heap rises by ~1.3 MiB over the first ~10 rounds, then stays level (a high-water mark
+    // not yet identified; docs/reliability.md, "Soak"). So a short run compares its last
+    // round with round 2, and a long one the lowest of its last three rounds with the
+    // lowest around its middle: the second half must not grow.
     if let Some(second) = heap_after.get(1) {
-        let tail = &heap_after[heap_after.len().saturating_sub(3).max(2)..];
-        let floor = tail.iter().min().unwrap_or(heap_after.last().unwrap());
+        let n = heap_after.len();
+        let lowest = |rounds: &[u64]| *rounds.iter().min().unwrap();
+        let (baseline, now) = if n >= 10 {
+            (
+                lowest(&heap_after[n / 2 - 1..n / 2 + 2]),
+                lowest(&heap_after[n - 3..]),
+            )
+        } else {
+            (*second, heap_after[n - 1])
+        };
         assert!(
-            *floor < second + HEAP_SLACK,
+            now < baseline + HEAP_SLACK,
             "live heap after each round grows: {heap_after:?} bytes (RSS {after:?} KiB)"
         );
         assert!(
