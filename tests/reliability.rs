@@ -303,10 +303,12 @@ fn mixed_load(
             stats["heap_resident"].as_u64().unwrap() / 1024,
             stats["memory_trims"],
         );
-        // Every session's PTY master, pidfd and connection is closed with it: only the
-        // asking connection is new since the start.
+        // Every session's PTY master, pidfd and connection is closed with it. A few come and
+        // go on their own (the asking connection, the journal reopened after a fold, a file
+        // being replaced): 13–15 here. A leak would add one or more per session, hundreds a
+        // round.
         assert!(
-            fds <= fds_before + 1,
+            fds <= fds_before + 8,
             "round {round}: {fds} open descriptors, {fds_before} at the start"
         );
         assert!(
