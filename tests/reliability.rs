@@ -343,8 +343,10 @@ fn mixed_load(
             now < baseline + HEAP_SLACK,
             "live heap after each round grows: {heap_after:?} bytes (RSS {after:?} KiB)"
         );
+        // A fold runs in `block_in_place`, which can leave one more runtime thread idling
+        // for up to 10 s; a thread left per round would grow without bound.
         assert!(
-            threads_after[1..].iter().all(|t| *t <= threads_after[1]),
+            threads_after.iter().all(|t| *t <= threads_after[0] + 2),
             "threads after each round: {threads_after:?}"
         );
     }
