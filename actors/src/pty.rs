@@ -272,11 +272,12 @@ impl Drop for Pty {
 /// `posix_spawn`, not `fork`: glibc spawns with `clone(CLONE_VM | CLONE_VFORK)`, so the
 /// daemon's page tables are never copied (a fork's `copy_page_range` grows with the daemon's
 /// mapped memory and was 12% of the daemon's CPU under load) and no Rust code runs in the
-/// child. In the child, in this order: signals back to their defaults and an empty mask,
-/// `setsid`, `chdir`, the slave opened on fd 0 — a session leader without a terminal that
-/// opens one without `O_NOCTTY` acquires it as its controlling terminal — and duplicated to
-/// 1 and 2, every other descriptor closed (`closefrom(3)`: O(1) however many sessions are
-/// open), then `execve`. An exec failure comes back as the return value.
+/// child. In the child, in glibc's order: signal dispositions back to their defaults,
+/// `setsid`, then the file actions — `chdir`, the slave opened on fd 0 (a session leader
+/// without a terminal that opens one without `O_NOCTTY` acquires it as its controlling
+/// terminal) and duplicated to 1 and 2, every other descriptor closed (`closefrom(3)`: O(1)
+/// however many sessions are open) — then an empty signal mask and `execve`. A failure of
+/// any step comes back as the return value.
 fn spawn_on_tty(spec: &SpawnSpec, tty: &std::path::Path) -> io::Result<u32> {
     let (program, argv) = match &spec.command {
         Some(command) => (
