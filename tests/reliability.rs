@@ -320,27 +320,27 @@ fn mixed_load(
         threads_after.push(threads);
     }
     // From the second round on the same records are kept and the ring is full: the live
-    // heap must not grow with the sessions the daemon has had (a leak would), and no
-    // thread may be left behind per round.
-    // A leak raises every later round by the same amount; noise (the bus ring's and the kept
-    // records' payload sizes, allocator caches) moves single rounds by up to ~1 MiB, and the
-    // heap rises by ~1.3 MiB over the first ~10 rounds, then stays level (a high-water mark
-    // not yet identified; docs/reliability.md, "Soak"). So a short run compares its last
-    // round with round 2, and a long one the lowest of its last three rounds with the
-    // lowest around its middle: the second half must not grow.
+    // heap must not grow with the sessions the daemon has had. A leak raises every later
+    // round; noise (payload sizes in the bus ring and the kept records, allocator caches)
+    // moves single rounds by up to ~1 MiB, and a long run steps up once by ~1.3 MiB around
+    // round 10 and then stays level (a high-water mark, not identified yet;
+    // docs/reliability.md, "Soak"). So a short run compares its last round with round 2
+    // (1 MiB), a longer one the lowest of its last three rounds with the lowest of rounds
+    // 2-4 (2 MiB: over 30 rounds that still catches ~40 bytes kept per session).
     if let Some(second) = heap_after.get(1) {
         let n = heap_after.len();
         let lowest = |rounds: &[u64]| *rounds.iter().min().unwrap();
-        let (baseline, now) = if n >= 10 {
+        let (baseline, now, slack) = if n >= 5 {
             (
-                lowest(&heap_after[n / 2 - 1..n / 2 + 2]),
+                lowest(&heap_after[1..4]),
                 lowest(&heap_after[n - 3..]),
+                2 * HEAP_SLACK,
             )
         } else {
-            (*second, heap_after[n - 1])
+            (*second, heap_after[n - 1], HEAP_SLACK)
         };
         assert!(
-            now < baseline + HEAP_SLACK,
+            now < baseline + slack,
             "live heap after each round grows: {heap_after:?} bytes (RSS {after:?} KiB)"
         );
         // A fold runs in `block_in_place`, which can leave one more runtime thread idling
