@@ -41,6 +41,11 @@ pub struct Daemon {
     child: Option<Child>,
     extra: Vec<String>,
     env: Vec<(String, String)>,
+    /// For `MAXX_TEST_FIGURES`: when the first daemon process started, how many were
+    /// started, and the highest peak RSS among those that stopped.
+    started: Instant,
+    launches: u32,
+    peak_kib: u64,
 }
 
 impl Daemon {
@@ -57,6 +62,9 @@ impl Daemon {
             tmp,
             control,
             child: None,
+            started: Instant::now(),
+            launches: 0,
+            peak_kib: 0,
             extra: extra.iter().map(|s| s.to_string()).collect(),
             env: Vec::new(),
         };
@@ -72,6 +80,9 @@ impl Daemon {
             tmp,
             control,
             child: None,
+            started: Instant::now(),
+            launches: 0,
+            peak_kib: 0,
             extra: Vec::new(),
             env: Vec::new(),
         };
@@ -87,6 +98,9 @@ impl Daemon {
             tmp,
             control,
             child: None,
+            started: Instant::now(),
+            launches: 0,
+            peak_kib: 0,
             extra: Vec::new(),
             env: env
                 .iter()
@@ -133,6 +147,7 @@ impl Daemon {
             .spawn()
             .expect("spawn daemon");
         self.child = Some(child);
+        self.launches += 1;
         let sock = self.socket();
         wait_for("the daemon socket", Duration::from_secs(10), || {
             UnixStream::connect(&sock).ok()
@@ -142,6 +157,7 @@ impl Daemon {
     /// Stop the daemon with `sig` and wait for it to exit.
     pub fn stop_with(&mut self, sig: i32) -> std::process::ExitStatus {
         let mut child = self.child.take().expect("daemon running");
+        self.note_peak(child.id());
         // SAFETY: signalling our own child.
         unsafe { libc::kill(child.id() as i32, sig) };
         child.wait().unwrap()
@@ -314,8 +330,36 @@ impl Daemon {
     }
 }
 
+impl Daemon {
+    /// Fold a daemon process's peak RSS into the figures (its `VmHWM`, read while it lives).
+    fn note_peak(&mut self, pid: u32) {
+        let kib = std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("VmHWM:"))
+                    .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+            })
+            .unwrap_or(0);
+        self.peak_kib = self.peak_kib.max(kib);
+    }
+}
+
 impl Drop for Daemon {
     fn drop(&mut self) {
+        if let Some(pid) = self.child.as_ref().map(Child::id) {
+            self.note_peak(pid);
+        }
+        if std::env::var_os("MAXX_TEST_FIGURES").is_some() {
+            // For docs/reliability.md: per test, the daemon's peak RSS and how long it ran.
+            eprintln!(
+                "figures: {}: {} daemon process(es), peak RSS {} KiB, {:.2} s",
+                std::thread::current().name().unwrap_or("?"),
+                self.launches,
+                self.peak_kib,
+                self.started.elapsed().as_secs_f64()
+            );
+        }
         if let Some(mut child) = self.child.take() {
             // SAFETY: signalling our own child.
             unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
