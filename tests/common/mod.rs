@@ -58,54 +58,43 @@ impl Daemon {
     pub fn start_with(extra: &[&str]) -> Daemon {
         let tmp = tempfile::Builder::new().prefix("maxx-t").tempdir().unwrap();
         let control = tmp.path().join("ctl");
-        let mut d = Daemon {
-            tmp,
-            control,
-            child: None,
-            started: Instant::now(),
-            launches: 0,
-            peak_kib: 0,
-            extra: extra.iter().map(|s| s.to_string()).collect(),
-            env: Vec::new(),
-        };
-        d.launch();
-        d
+        let extra = extra.iter().map(|s| s.to_string()).collect();
+        Daemon::launched(tmp, control, extra, Vec::new())
     }
 
     /// Start a daemon whose control dir is `control` (which the caller prepared, e.g. a
     /// mount point); policy and HOME still live in a fresh temp dir.
     pub fn start_at(control: PathBuf) -> Daemon {
         let tmp = tempfile::Builder::new().prefix("maxx-t").tempdir().unwrap();
-        let mut d = Daemon {
-            tmp,
-            control,
-            child: None,
-            started: Instant::now(),
-            launches: 0,
-            peak_kib: 0,
-            extra: Vec::new(),
-            env: Vec::new(),
-        };
-        d.launch();
-        d
+        Daemon::launched(tmp, control, Vec::new(), Vec::new())
     }
 
     /// Start a daemon with extra environment (e.g. a profiles file).
     pub fn start_with_env(env: &[(&str, String)]) -> Daemon {
         let tmp = tempfile::Builder::new().prefix("maxx-t").tempdir().unwrap();
         let control = tmp.path().join("ctl");
+        let env = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
+        Daemon::launched(tmp, control, Vec::new(), env)
+    }
+
+    fn launched(
+        tmp: tempfile::TempDir,
+        control: PathBuf,
+        extra: Vec<String>,
+        env: Vec<(String, String)>,
+    ) -> Daemon {
         let mut d = Daemon {
             tmp,
             control,
             child: None,
+            extra,
+            env,
             started: Instant::now(),
             launches: 0,
             peak_kib: 0,
-            extra: Vec::new(),
-            env: env
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.clone()))
-                .collect(),
         };
         d.launch();
         d
