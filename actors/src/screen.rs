@@ -39,6 +39,9 @@ pub struct ScreenFlags {
     /// An OSC 133 `B` (input start) mark was seen: only then can `wait --output-only` leave
     /// anything out.
     pub input_marks: bool,
+    /// The kitty keyboard protocol flags the program enabled on the active screen (`CSI > f u`
+    /// pushes, `CSI < n u` pops, `CSI = f ; m u` sets); 0 = legacy xterm encoding.
+    pub kitty_flags: u8,
 }
 
 /// Bytes of one OSC kept (vte keeps 1024); a longer one is cut there.
