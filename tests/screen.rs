@@ -333,7 +333,7 @@ fn inspect_reports_modes_and_the_foreground_job() {
     maxx_snapshot!("inspect", {
         let mut doc = doc.clone();
         doc["foreground"]["pid"] = json!("[pid]");
-        doc["ring_bytes"] = json!("[bytes]");
+        doc["backlog_bytes"] = json!("[bytes]");
         doc
     });
 }

@@ -27,12 +27,15 @@ use alacritty_terminal::grid::Dimensions;
 use alacritty_terminal::index::{Column, Line};
 use alacritty_terminal::term::cell::{Cell, Flags, Hyperlink};
 use alacritty_terminal::term::{Config, Term, TermMode};
-use alacritty_terminal::vte::ansi::{Color, NamedColor, Processor};
+use alacritty_terminal::vte::ansi::{Color, CursorShape, NamedColor, Processor};
 use maxx_protocol::limits::RAW_RING_BYTES;
 use maxx_protocol::screen::{CellColor, CellStyle, Semantic, StyledCell};
 use std::collections::VecDeque;
 
-/// The most recent raw output, with its position in the whole output stream.
+/// Output the grid has not parsed yet (all of it while no grid exists), with its position in
+/// the whole output stream. Bytes leave it only by being parsed ([`RawRing::consume_to`]),
+/// never by eviction: the pump stops reading the PTY while it holds [`RAW_RING_BYTES`], so
+/// the kernel's buffer pushes back on the program instead of the screen losing bytes.
 #[derive(Default)]
 pub struct RawRing {
     buf: VecDeque<u8>,
@@ -41,16 +44,9 @@ pub struct RawRing {
 }
 
 impl RawRing {
-    /// Append output, evicting the oldest bytes past the cap.
+    /// Append output.
     pub fn push(&mut self, bytes: &[u8]) {
         self.total += bytes.len() as u64;
-        let bytes = if bytes.len() > RAW_RING_BYTES {
-            &bytes[bytes.len() - RAW_RING_BYTES..]
-        } else {
-            bytes
-        };
-        let overflow = (self.buf.len() + bytes.len()).saturating_sub(RAW_RING_BYTES);
-        self.buf.drain(..overflow);
         self.buf.extend(bytes);
     }
 
@@ -75,7 +71,26 @@ impl RawRing {
         }
     }
 
-    /// Retained bytes (for tests and memory accounting).
+    /// Copy out up to `max` retained bytes from stream offset `from` on.
+    pub fn copy_from(&self, from: u64, max: usize) -> Vec<u8> {
+        let (a, b) = self.since(from);
+        let mut out = Vec::with_capacity((a.len() + b.len()).min(max));
+        out.extend_from_slice(&a[..a.len().min(max)]);
+        out.extend_from_slice(&b[..b.len().min(max - out.len())]);
+        out
+    }
+
+    /// Forget the bytes before stream offset `upto` (they have been parsed); a buffer left
+    /// empty gives its memory back.
+    pub fn consume_to(&mut self, upto: u64) {
+        let n = upto.saturating_sub(self.start()).min(self.buf.len() as u64) as usize;
+        self.buf.drain(..n);
+        if self.buf.is_empty() && self.buf.capacity() > 64 * 1024 {
+            self.buf = VecDeque::new();
+        }
+    }
+
+    /// Retained bytes.
     pub fn len(&self) -> usize {
         self.buf.len()
     }
@@ -83,6 +98,11 @@ impl RawRing {
     /// Whether nothing is retained.
     pub fn is_empty(&self) -> bool {
         self.buf.is_empty()
+    }
+
+    /// Whether the ring holds as much as it may: the pump waits for the grid.
+    pub fn full(&self) -> bool {
+        self.buf.len() >= RAW_RING_BYTES
     }
 }
 
@@ -257,32 +277,29 @@ pub struct Grid {
     input_link: Hyperlink,
     /// Stream offset up to which output has been parsed.
     fed: u64,
+    /// Rows of history kept.
     scrollback: usize,
-    /// The grid was rebuilt from the ring at least once (older history is gone).
-    pub replayed: bool,
     /// Output parsed since the pending-pattern matcher last looked: newlines and bytes
-    /// (to bound how many rows may have scrolled off since), and whether the grid was
-    /// rebuilt in between (then everything is new).
+    /// (to bound how many rows may have scrolled off since).
     unscanned_newlines: usize,
     unscanned_bytes: usize,
-    rebuilt_since_scan: bool,
 }
 
 impl Grid {
-    /// A grid of `cols`×`rows` with `scrollback` lines of history, fed from the ring in one
-    /// go (tests; the daemon feeds through `ScreenModel` a slice at a time).
+    /// A grid of `cols`×`rows` with `scrollback` lines of history, fed `bytes` in one go
+    /// (tests; the daemon feeds through `ScreenModel`).
     #[cfg(test)]
-    pub fn materialise(cols: u16, rows: u16, scrollback: usize, ring: &RawRing) -> Grid {
-        let mut g = Grid::empty(cols, rows, scrollback, ring.start());
-        g.catch_up(ring);
+    pub fn materialise(cols: u16, rows: u16, scrollback: usize, bytes: &[u8]) -> Grid {
+        let mut g = Grid::new(cols, rows, scrollback);
+        g.feed(bytes);
+        g.finish_feed();
         // Pending patterns are matched against what changes from now on.
         g.take_unscanned();
         g
     }
 
-    /// A blank grid that will be fed output from stream offset `start` on (output before it
-    /// is gone: the grid says so with `replayed`).
-    pub fn empty(cols: u16, rows: u16, scrollback: usize, start: u64) -> Grid {
+    /// A blank terminal that will be fed the output stream from its first byte.
+    pub fn new(cols: u16, rows: u16, scrollback: usize) -> Grid {
         Grid {
             term: Grid::term(cols, rows, scrollback),
             parser: Processor::new(),
@@ -290,13 +307,24 @@ impl Grid {
             region: Region::Output,
             prompt_link: Hyperlink::new(Some(PROMPT_ID), PROMPT_ID.to_string()),
             input_link: Hyperlink::new(Some(INPUT_ID), INPUT_ID.to_string()),
-            fed: start,
+            fed: 0,
             scrollback,
-            replayed: start > 0,
             unscanned_newlines: 0,
             unscanned_bytes: 0,
-            rebuilt_since_scan: false,
         }
+    }
+
+    /// A blank terminal of the same size and history that continues at the same stream
+    /// offset: what a grid that panicked is replaced with.
+    pub fn blank_like(&self) -> Grid {
+        let mut g = Grid::new(self.cols(), self.rows(), self.scrollback);
+        g.fed = self.fed;
+        g
+    }
+
+    /// The terminal state (the answers to grid queries read it).
+    pub fn state(&self) -> &Term<alacritty_terminal::event::VoidListener> {
+        &self.term
     }
 
     /// Stream offset up to which output has been parsed.
@@ -323,43 +351,9 @@ impl Grid {
         )
     }
 
-    /// Parse whatever output arrived since the last call in one go (tests; the daemon feeds
-    /// through `ScreenModel` a slice at a time). If the ring no longer holds it,
-    /// rebuild from the ring.
-    #[cfg(test)]
-    pub fn catch_up(&mut self, ring: &RawRing) {
-        self.rebuild_if_behind(ring);
-        let (a, b) = ring.since(self.fed);
-        self.feed(a);
-        self.feed(b);
-        self.finish_feed();
-    }
-
-    /// Start over from the oldest retained output if the grid fell further behind than the
-    /// ring holds.
-    fn rebuild_if_behind(&mut self, ring: &RawRing) {
-        if self.fed < ring.start() {
-            let cols = self.term.columns() as u16;
-            let rows = self.term.screen_lines() as u16;
-            self.term = Grid::term(cols, rows, self.scrollback);
-            self.parser = Processor::new();
-            self.scan = Scan::Ground;
-            self.region = Region::Output;
-            self.fed = ring.start();
-            self.replayed = true;
-            self.rebuilt_since_scan = true;
-        }
-    }
-
-    /// Copy out up to `max` bytes of output not parsed yet (rebuilding first if the ring
-    /// dropped some), so they can be parsed without holding the ring.
-    pub fn take_slice(&mut self, ring: &RawRing, max: usize) -> Vec<u8> {
-        self.rebuild_if_behind(ring);
-        let (a, b) = ring.since(self.fed);
-        let mut out = Vec::with_capacity((a.len() + b.len()).min(max));
-        out.extend_from_slice(&a[..a.len().min(max)]);
-        out.extend_from_slice(&b[..b.len().min(max - out.len())]);
-        out
+    /// Count `n` bytes as parsed without parsing them (after the emulator panicked on them).
+    pub fn skip(&mut self, n: usize) {
+        self.fed += n as u64;
     }
 
     /// Parse output that follows what was parsed so far.
@@ -378,14 +372,9 @@ impl Grid {
     /// How many history rows may have scrolled off since the last call (an upper bound:
     /// one per newline plus one per `cols` bytes), and start counting afresh.
     pub fn take_unscanned(&mut self) -> usize {
-        let back = if self.rebuilt_since_scan {
-            self.history()
-        } else {
-            self.unscanned_newlines + self.unscanned_bytes / self.term.columns().max(1) + 1
-        };
+        let back = self.unscanned_newlines + self.unscanned_bytes / self.term.columns().max(1) + 1;
         self.unscanned_newlines = 0;
         self.unscanned_bytes = 0;
-        self.rebuilt_since_scan = false;
         back.min(self.history())
     }
 
@@ -524,7 +513,9 @@ impl Grid {
                 continue;
             }
             input = input || semantic(cell) == Some(Semantic::Input);
-            text.push(cell.c);
+            // A tab stays in the cell it started from (for copying); on screen, and so in
+            // the text, it is the blanks it moved over.
+            text.push(if cell.c == '\t' { ' ' } else { cell.c });
             if let Some(extra) = cell.zerowidth() {
                 text.extend(extra);
             }
@@ -537,6 +528,110 @@ impl Grid {
             wrapped,
             input,
         }
+    }
+
+    /// Bytes that draw this screen on a fresh terminal, as `maxx attach` shows it: the
+    /// visible rows with their colours and attributes, then the scroll region `region`,
+    /// the modes a program's input depends on (alternate screen, cursor keys, keypad,
+    /// bracketed paste, mouse reporting, focus events, autowrap, kitty keyboard `kitty`),
+    /// the cursor style, position and visibility, and the title. Drawn from the grid, so
+    /// nothing the program once printed (a query, a mode long since reset) is replayed.
+    /// (The main screen hidden behind an active alternate screen is not drawn: a terminal
+    /// that leaves the alternate screen shows what it had before the attach.)
+    pub fn repaint(&self, region: Option<(u16, u16)>, kitty: u8, title: Option<&str>) -> Vec<u8> {
+        use std::fmt::Write;
+        let mode = *self.term.mode();
+        let mut out = String::new();
+        out.push_str("\x1b[0m\x1b[r\x1b[?6l\x1b[?7h\x1b[?25l");
+        if mode.contains(TermMode::ALT_SCREEN) {
+            out.push_str("\x1b[?1049h");
+        }
+        out.push_str("\x1b[H\x1b[2J");
+        let cols = self.term.columns();
+        let mut pen = String::from("0");
+        for line in 0..self.term.screen_lines() {
+            let row = &self.term.grid()[Line(line as i32)];
+            // Trailing cells that draw nothing are left to the clear.
+            let last = (0..cols).rev().find(|&c| {
+                let cell = &row[Column(c)];
+                (cell.c != ' ' && cell.c != '\t')
+                    || cell.bg != Color::Named(NamedColor::Background)
+                    || cell.flags.intersects(Flags::INVERSE | Flags::UNDERLINE)
+            });
+            let Some(last) = last else { continue };
+            let _ = write!(out, "\x1b[{};1H", line + 1);
+            for col in 0..=last {
+                let cell = &row[Column(col)];
+                if cell
+                    .flags
+                    .intersects(Flags::WIDE_CHAR_SPACER | Flags::LEADING_WIDE_CHAR_SPACER)
+                {
+                    continue;
+                }
+                let sgr = cell_sgr(cell);
+                if sgr != pen {
+                    let _ = write!(out, "\x1b[{sgr}m");
+                    pen = sgr;
+                }
+                out.push(if cell.c == '\t' { ' ' } else { cell.c });
+                if let Some(extra) = cell.zerowidth() {
+                    out.extend(extra);
+                }
+            }
+        }
+        out.push_str("\x1b[0m");
+        if let Some((top, bottom)) = region {
+            let _ = write!(out, "\x1b[{top};{bottom}r");
+        }
+        for (flag, n) in [
+            (TermMode::APP_CURSOR, 1),
+            (TermMode::MOUSE_REPORT_CLICK, 1000),
+            (TermMode::MOUSE_DRAG, 1002),
+            (TermMode::MOUSE_MOTION, 1003),
+            (TermMode::FOCUS_IN_OUT, 1004),
+            (TermMode::UTF8_MOUSE, 1005),
+            (TermMode::SGR_MOUSE, 1006),
+            (TermMode::BRACKETED_PASTE, 2004),
+        ] {
+            if mode.contains(flag) {
+                let _ = write!(out, "\x1b[?{n}h");
+            }
+        }
+        if mode.contains(TermMode::APP_KEYPAD) {
+            out.push_str("\x1b=");
+        }
+        if !mode.contains(TermMode::LINE_WRAP) {
+            out.push_str("\x1b[?7l");
+        }
+        if kitty != 0 {
+            let _ = write!(out, "\x1b[>{kitty}u");
+        }
+        let style = self.term.cursor_style();
+        let shape = match style.shape {
+            CursorShape::Underline => 3,
+            CursorShape::Beam => 5,
+            _ => 1,
+        };
+        let _ = write!(
+            out,
+            "\x1b[{} q",
+            if style.blinking { shape } else { shape + 1 }
+        );
+        let p = self.term.grid().cursor.point;
+        if mode.contains(TermMode::ORIGIN) {
+            out.push_str("\x1b[?6h");
+            let top = region.map_or(1, |(t, _)| t) as i32;
+            let _ = write!(out, "\x1b[{};{}H", p.line.0 + 2 - top, p.column.0 + 1);
+        } else {
+            let _ = write!(out, "\x1b[{};{}H", p.line.0 + 1, p.column.0 + 1);
+        }
+        if mode.contains(TermMode::SHOW_CURSOR) {
+            out.push_str("\x1b[?25h");
+        }
+        if let Some(title) = title {
+            let _ = write!(out, "\x1b]2;{title}\x07");
+        }
+        out.into_bytes()
     }
 
     /// Cells of `line` with a non-default style or an OSC 133 semantic, reported at
@@ -580,6 +675,39 @@ impl Grid {
             }
         }
     }
+}
+
+/// The SGR parameters that draw `cell`'s attributes and colours (`0` first, so each
+/// change is absolute).
+fn cell_sgr(cell: &Cell) -> String {
+    let mut p = String::from("0");
+    for (flag, code) in [
+        (Flags::BOLD, ";1"),
+        (Flags::DIM, ";2"),
+        (Flags::ITALIC, ";3"),
+        (Flags::UNDERLINE, ";4"),
+        (Flags::DOUBLE_UNDERLINE, ";4:2"),
+        (Flags::UNDERCURL, ";4:3"),
+        (Flags::DOTTED_UNDERLINE, ";4:4"),
+        (Flags::DASHED_UNDERLINE, ";4:5"),
+        (Flags::INVERSE, ";7"),
+        (Flags::HIDDEN, ";8"),
+        (Flags::STRIKEOUT, ";9"),
+    ] {
+        if cell.flags.contains(flag) {
+            p.push_str(code);
+        }
+    }
+    for (c, default, base) in [
+        (cell.fg, NamedColor::Foreground, 30),
+        (cell.bg, NamedColor::Background, 40),
+    ] {
+        if let Some(c) = crate::answers::color_param(c, default, base) {
+            p.push(';');
+            p.push_str(&c);
+        }
+    }
+    p
 }
 
 /// The OSC 133 region a cell was written in (`None` for output and unmarked cells).
@@ -647,34 +775,42 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ring_is_bounded_and_addressed_by_stream_offset() {
+    fn ring_keeps_what_was_not_consumed_addressed_by_stream_offset() {
         let mut r = RawRing::default();
         r.push(b"hello");
         assert_eq!(r.since(2), (&b"llo"[..], &b""[..]));
         let big = vec![b'x'; RAW_RING_BYTES];
         r.push(&big);
-        assert_eq!(r.len(), RAW_RING_BYTES);
+        assert!(r.full());
+        assert_eq!(r.len(), RAW_RING_BYTES + 5, "nothing is evicted");
+        r.consume_to(5);
         assert_eq!(r.start(), 5);
+        assert_eq!(r.copy_from(5, 3), b"xxx");
+        r.consume_to(5 + RAW_RING_BYTES as u64);
+        assert!(r.is_empty());
         assert_eq!(r.total(), 5 + RAW_RING_BYTES as u64);
     }
 
     #[test]
+    fn tabs_read_as_the_blanks_they_cover() {
+        let g = Grid::materialise(20, 2, 10, b"a\tb\r\n\tc");
+        assert_eq!(g.row(0).text, "a       b");
+        assert_eq!(g.row(1).text, "        c");
+    }
+
+    #[test]
     fn grid_text_cursor_and_wrap() {
-        let mut ring = RawRing::default();
-        ring.push(b"hello\r\nworld\x1b[1;31mred\x1b[0m");
-        let mut g = Grid::materialise(10, 3, 100, &ring);
+        let mut g = Grid::materialise(10, 3, 100, b"hello\r\nworld\x1b[1;31mred\x1b[0m");
         assert_eq!(g.row(0).text, "hello");
         assert_eq!(g.row(1).text, "worldred");
         assert_eq!(g.cursor(), (8, 1, true));
-        ring.push(b"\r\n0123456789abc");
-        g.catch_up(&ring);
+        g.feed(b"\r\n0123456789abc");
+        g.finish_feed();
         let rows: Vec<Row> = (0..3).map(|l| g.row(l)).collect();
         assert!(rows[2].wrapped || g.history() > 0);
         let mut cells = Vec::new();
         g.styled_cells(-(g.history() as i32).min(0) + 1, 1, &mut cells);
-        let mut ring2 = RawRing::default();
-        ring2.push(b"\x1b[1;31mR\x1b[0m");
-        let g2 = Grid::materialise(10, 3, 100, &ring2);
+        let g2 = Grid::materialise(10, 3, 100, b"\x1b[1;31mR\x1b[0m");
         let mut cells = Vec::new();
         g2.styled_cells(0, 0, &mut cells);
         assert_eq!(cells.len(), 1);
@@ -727,9 +863,7 @@ mod tests {
     }
 
     fn grid_of(bytes: &[u8], cols: u16, rows: u16) -> Grid {
-        let mut ring = RawRing::default();
-        ring.push(bytes);
-        Grid::materialise(cols, rows, 100, &ring)
+        Grid::materialise(cols, rows, 100, bytes)
     }
 
     const A: &[u8] = b"\x1b]133;A\x07";
@@ -766,11 +900,9 @@ mod tests {
         .concat();
         let whole = grid_of(&bytes, 20, 3);
         for split in 1..bytes.len() {
-            let mut ring = RawRing::default();
-            ring.push(&bytes[..split]);
-            let mut g = Grid::materialise(20, 3, 100, &ring);
-            ring.push(&bytes[split..]);
-            g.catch_up(&ring);
+            let mut g = Grid::materialise(20, 3, 100, &bytes[..split]);
+            g.feed(&bytes[split..]);
+            g.finish_feed();
             for line in 0..3 {
                 assert_eq!(marks(&g, line), marks(&whole, line), "split at {split}");
             }

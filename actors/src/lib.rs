@@ -32,6 +32,7 @@
 //! kept encoded and shared with the durable copy: [`audit_log`]. Handing freed memory back
 //! after a burst: [`memory`].
 
+pub mod answers;
 pub mod audit_log;
 pub mod bus;
 pub mod connection;

@@ -13,7 +13,7 @@
 //! does not read its input can never block the actor.
 
 use crate::screen::ScreenEvent;
-use crate::screen_model::ScreenModel;
+use crate::screen_model::{Drained, ScreenModel};
 use nix::sys::signal::{killpg, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
@@ -130,6 +130,25 @@ impl Pty {
         let pidfd = register(pidfd)?;
         let (input, input_rx) = mpsc::unbounded_channel();
         let queued = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        // The answers to the program's terminal queries share the input queue (and its
+        // bound: a program that floods queries and never reads loses answers, not memory).
+        let answers = input.clone();
+        let answers_queued = queued.clone();
+        model.set_answer_sink(
+            generation,
+            Box::new(move |bytes: Vec<u8>| {
+                use std::sync::atomic::Ordering;
+                let len = bytes.len();
+                if answers_queued.fetch_add(len, Ordering::AcqRel) + len > INPUT_QUEUE_MAX {
+                    answers_queued.fetch_sub(len, Ordering::AcqRel);
+                    return;
+                }
+                let (done, _) = oneshot::channel();
+                if answers.send(InputChunk { bytes, done }).is_err() {
+                    answers_queued.fetch_sub(len, Ordering::AcqRel);
+                }
+            }),
+        );
         let output = Output {
             model,
             generation,
@@ -631,22 +650,10 @@ struct Output {
     credits: Arc<Semaphore>,
 }
 
-/// A chunk after the drain: what the session actor must hear.
-struct Drained {
-    events: Vec<ScreenEvent>,
-    /// The bytes and the stream offset just past them, when someone is attached.
-    forward: Option<(Vec<u8>, u64)>,
-}
-
 impl Output {
-    /// Drain one chunk into the model (light pass + ring), copying it out only if it must
-    /// be forwarded.
+    /// Drain one chunk into the model (light pass, answers, ring).
     fn drain(&self, bytes: &[u8]) -> Drained {
-        let drained = self.model.drain(self.generation, bytes);
-        Drained {
-            events: drained.events,
-            forward: drained.forward_end.map(|end| (bytes.to_vec(), end)),
-        }
+        self.model.drain(self.generation, bytes)
     }
 
     /// Tell the session what it must hear about a drained chunk. False once it is gone.
@@ -657,7 +664,7 @@ impl Output {
         if !drained.events.is_empty() && !sink(PumpEvent::Screen(drained.events)) {
             return false;
         }
-        if let Some((bytes, end)) = drained.forward {
+        if let Some((bytes, end)) = drained.forward.filter(|(b, _)| !b.is_empty()) {
             // Someone is attached: the bytes go to the actor, at most READ_CREDITS chunks
             // ahead of it (it drops an attachment that cannot keep up, so this is brief).
             let Ok(permit) = self.credits.clone().acquire_owned().await else {
@@ -684,12 +691,16 @@ async fn pump<F>(
     let mut input_open = true;
     let mut pending: VecDeque<InputChunk> = VecDeque::new();
     let mut offset = 0usize;
+    // The screen's backlog is full: no reading until the grid has parsed some of it (the
+    // program then waits on the kernel's PTY buffer; nothing it wrote is dropped).
+    let mut blocked = false;
     while read_open || child_alive || input_open || !pending.is_empty() {
         let front: &[u8] = pending.front().map(|c| &c.bytes[offset..]).unwrap_or(&[]);
         let has_pending = !pending.is_empty();
         tokio::select! {
-            chunk = read_chunk(&io, &output), if read_open => match chunk {
+            chunk = read_chunk(&io, &output), if read_open && !blocked => match chunk {
                 Some(drained) => {
+                    blocked = drained.full;
                     if !output.report(drained, &sink).await {
                         return;
                     }
@@ -701,6 +712,7 @@ async fn pump<F>(
                     }
                 }
             },
+            _ = output.model.space(), if blocked => blocked = output.model.full(),
             ready = pidfd.readable(), if child_alive => {
                 if let Ok(mut guard) = ready {
                     guard.retain_ready();

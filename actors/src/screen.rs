@@ -1,8 +1,11 @@
 //! The light pass over PTY output: a parser that tracks only what the daemon must know at
 //! full drain speed — the title (OSC 0/2), bracketed-paste mode (DEC 2004),
 //! application-cursor mode (DEC 1), the alternate screen (DEC 47/1047/1049), OSC 133 D
-//! (command finished, with its exit code) and whether the program ever marked input with
-//! OSC 133 `B`.
+//! (command finished, with its exit code), whether the program ever marked input with
+//! OSC 133 `B`, the kitty keyboard flags, the scroll region and origin mode — and every
+//! query the program asks its terminal ([`Found`], answered by `answers.rs`), with the
+//! stream offsets of its bytes so the copy forwarded to an attached terminal can leave it
+//! out.
 //!
 //! It keeps no grid, so it costs nothing per cell and no memory per session beyond a small
 //! sequence buffer. Text between escape sequences is skipped with `memchr` for ESC: unlike a
@@ -25,6 +28,37 @@ pub enum ScreenEvent {
     CommandFinished(Option<i32>),
 }
 
+use crate::answers::Query;
+
+/// Most kitty keyboard flag sets kept per screen (`CSI > f u` pushes; the oldest is dropped
+/// past this, as the protocol asks).
+const KITTY_STACK_MAX: usize = 16;
+/// Bytes of a DCS query's data kept (DECRQSS, XTGETTCAP); a longer one is not a query.
+const DCS_QUERY_MAX: usize = 256;
+
+/// A query found in the output: the answer, and the stream offsets `[start, end)` of its
+/// bytes (from its ESC to its final byte, its ST's ESC included).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    /// Stream offset of the query's first byte.
+    pub start: u64,
+    /// Stream offset just past it: the answer is due once the output up to here is parsed.
+    pub end: u64,
+    /// What was asked.
+    pub query: Query,
+}
+
+/// Which DCS the light pass is capturing the data of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum DcsQuery {
+    #[default]
+    None,
+    /// `DCS $ q Pt ST` (DECRQSS).
+    Setting,
+    /// `DCS + q Pt ST` (XTGETTCAP).
+    Capabilities,
+}
+
 /// Terminal modes and title, as set by escape sequences.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct ScreenFlags {
@@ -42,6 +76,25 @@ pub struct ScreenFlags {
     /// The kitty keyboard protocol flags the program enabled on the active screen (`CSI > f u`
     /// pushes, `CSI < n u` pops, `CSI = f ; m u` sets); 0 = legacy xterm encoding.
     pub kitty_flags: u8,
+}
+
+/// State the light pass tracks only to answer queries.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+struct QueryState {
+    /// Kitty keyboard flag stacks of the active and the inactive screen (each screen has
+    /// its own, swapped with the alternate screen).
+    kitty: Vec<u8>,
+    kitty_inactive: Vec<u8>,
+    /// DECSTBM as set (1-based top and bottom), `None` = the whole screen.
+    region: Option<(u16, u16)>,
+    /// DEC 6 (origin mode): CPR counts from the region's top.
+    origin: bool,
+    /// DEC 2026 (synchronized update).
+    sync: bool,
+    /// The last DECSCUSR parameter (`CSI Ps SP q`), 0 = never set.
+    cursor_style: u16,
+    /// Screen height, for DECSTBM's default bottom.
+    rows: u16,
 }
 
 /// Bytes of one OSC kept (vte keeps 1024); a longer one is cut there.
@@ -77,25 +130,79 @@ enum State {
 }
 
 /// The parser state plus the flags it maintains.
-#[derive(Default)]
 pub struct LightScreen {
     state: State,
-    /// CSI: a `?` came first (a DEC private mode).
-    private: bool,
-    /// CSI: any intermediate byte (then it is not `CSI ? Pm h/l`).
-    intermediate: bool,
+    /// CSI/DCS: the private marker that came first (`?`, `>`, `<`, `=`), or 0.
+    prefix: u8,
+    /// CSI/DCS: the first intermediate byte, or 0.
+    inter: u8,
+    /// CSI/DCS: more than one intermediate byte (none of ours).
+    inters: bool,
     params: Vec<u16>,
     param: Option<u16>,
     /// CSI/DCS: inside a `:` sub-parameter (only a group's first value counts).
     sub: bool,
     osc: Vec<u8>,
+    /// The DCS whose data is being captured, and its data.
+    dcs: DcsQuery,
+    dcs_data: Vec<u8>,
     flags: ScreenFlags,
+    queries_state: QueryState,
+    /// Stream offset of the next byte.
+    pos: u64,
+    /// Stream offset of the ESC that began the current (or last) sequence.
+    seq_start: u64,
+    /// An OSC/DCS query just ended at an ESC: if the next byte (at this offset) is `\`,
+    /// it is the query's ST and belongs to its bytes.
+    st_at: Option<u64>,
+    /// Queries found since the last [`LightScreen::take_found`].
+    found: Vec<Found>,
+    /// Extra byte ranges that belong to queries (an ST's `\` seen after the query ended).
+    cuts: Vec<(u64, u64)>,
+    /// Armed by [`LightScreen::watch_sequence_end`]: the offset where the sequence in
+    /// progress then ended.
+    sequence_end: Option<Option<u64>>,
+}
+
+impl Default for LightScreen {
+    fn default() -> Self {
+        LightScreen::new(24)
+    }
 }
 
 impl LightScreen {
-    /// Feed PTY output; returns the announcements it carried, in order.
+    /// A fresh terminal of `rows` rows.
+    pub fn new(rows: u16) -> LightScreen {
+        LightScreen {
+            state: State::Ground,
+            prefix: 0,
+            inter: 0,
+            inters: false,
+            params: Vec::new(),
+            param: None,
+            sub: false,
+            osc: Vec::new(),
+            dcs: DcsQuery::None,
+            dcs_data: Vec::new(),
+            flags: ScreenFlags::default(),
+            queries_state: QueryState {
+                rows,
+                ..QueryState::default()
+            },
+            pos: 0,
+            seq_start: 0,
+            st_at: None,
+            found: Vec::new(),
+            cuts: Vec::new(),
+            sequence_end: None,
+        }
+    }
+
+    /// Feed PTY output; returns the announcements it carried, in order (queries are kept
+    /// for [`LightScreen::take_found`]).
     pub fn advance(&mut self, bytes: &[u8]) -> Vec<ScreenEvent> {
         let mut events = Vec::new();
+        let base = self.pos;
         let mut i = 0;
         while i < bytes.len() {
             if self.state == State::Ground {
@@ -103,15 +210,31 @@ impl LightScreen {
                     Some(at) => {
                         i += at + 1;
                         self.state = State::Escape;
+                        self.seq_start = base + (i - 1) as u64;
+                        if let Some(None) = self.sequence_end {
+                            // The watched sequence was over before this one began.
+                            self.sequence_end = Some(Some(self.seq_start));
+                        }
                     }
                     None => break,
                 }
                 continue;
             }
             let b = bytes[i];
+            let at = base + i as u64;
             i += 1;
-            self.step(b, &mut events);
+            self.pos = at + 1;
+            let before = self.seq_start;
+            self.step(b, at, &mut events);
+            if let Some(None) = self.sequence_end {
+                if self.state == State::Ground {
+                    self.sequence_end = Some(Some(at + 1));
+                } else if self.seq_start != before {
+                    self.sequence_end = Some(Some(at));
+                }
+            }
         }
+        self.pos = base + bytes.len() as u64;
         events
     }
 
@@ -120,26 +243,90 @@ impl LightScreen {
         &self.flags
     }
 
-    /// One byte of a sequence (never called in the ground state).
-    fn step(&mut self, b: u8, events: &mut Vec<ScreenEvent>) {
+    /// The queries found since the last call, in order, and the extra byte ranges that
+    /// belong to queries.
+    pub fn take_found(&mut self) -> (Vec<Found>, Vec<(u64, u64)>) {
+        (
+            std::mem::take(&mut self.found),
+            std::mem::take(&mut self.cuts),
+        )
+    }
+
+    /// Whether a query was found since the last [`LightScreen::take_found`].
+    pub fn found_any(&self) -> bool {
+        !self.found.is_empty() || !self.cuts.is_empty()
+    }
+
+    /// Where the sequence in progress began, if the output is inside one now.
+    pub fn in_sequence(&self) -> Option<u64> {
+        (self.state != State::Ground).then_some(self.seq_start)
+    }
+
+    /// Start watching for the end of the sequence in progress ([`LightScreen::sequence_end`]).
+    pub fn watch_sequence_end(&mut self) {
+        self.sequence_end = if self.state == State::Ground {
+            Some(Some(self.pos))
+        } else {
+            Some(None)
+        };
+    }
+
+    /// Where the watched sequence ended, once it has (then the watch is over).
+    pub fn sequence_end(&mut self) -> Option<u64> {
+        match self.sequence_end {
+            Some(Some(end)) => {
+                self.sequence_end = None;
+                Some(end)
+            }
+            _ => None,
+        }
+    }
+
+    /// The scroll region (1-based top and bottom) if the program set one.
+    pub fn region(&self) -> Option<(u16, u16)> {
+        self.queries_state.region
+    }
+
+    /// The PTY was resized to `rows` rows: like a terminal, reset the scroll region.
+    pub fn resized(&mut self, rows: u16) {
+        self.queries_state.rows = rows;
+        self.queries_state.region = None;
+    }
+
+    fn found(&mut self, query: Query, end: u64) {
+        self.found.push(Found {
+            start: self.seq_start,
+            end,
+            query,
+        });
+    }
+
+    /// One byte of a sequence (never called in the ground state), at stream offset `at`.
+    fn step(&mut self, b: u8, at: u64, events: &mut Vec<ScreenEvent>) {
         // Anywhere in a sequence: CAN and SUB cancel it, ESC ends it and starts the next
-        // (an OSC is dispatched first on either: `ESC \\` is its ST).
+        // (an OSC or DCS is dispatched first on either: `ESC \\` is its ST).
         match b {
             CAN | SUB => {
-                if self.state == State::Osc {
-                    self.osc_dispatch(events);
-                }
+                self.string_end(at + 1, false, events);
                 self.state = State::Ground;
                 return;
             }
             ESC => {
-                if self.state == State::Osc {
-                    self.osc_dispatch(events);
+                if self.string_end(at + 1, true, events) {
+                    self.st_at = Some(at + 1);
                 }
                 self.state = State::Escape;
+                self.seq_start = at;
                 return;
             }
             _ => {}
+        }
+        if let Some(st) = self.st_at.take() {
+            if st == at && b == b'\\' && self.state == State::Escape {
+                self.cuts.push((at, at + 1));
+                self.state = State::Ground;
+                return;
+            }
         }
         match self.state {
             State::Ground => {}
@@ -158,6 +345,10 @@ impl LightScreen {
                 }
                 b'X' | b'^' | b'_' => self.state = State::String,
                 0x20..=0x2f => self.state = State::EscapeIntermediate,
+                b'c' => {
+                    self.state = State::Ground;
+                    self.full_reset();
+                }
                 0x30..=0x7e => self.state = State::Ground,
                 _ => {} // C0 executed, DEL and 8-bit bytes ignored: the escape goes on
             },
@@ -167,15 +358,17 @@ impl LightScreen {
                 }
             }
             State::Csi => match b {
-                b'?' if !self.private && !self.intermediate && self.first() => self.private = true,
-                0x30..=0x3b if !self.intermediate => self.param_byte(b),
+                0x3c..=0x3f if self.prefix == 0 && self.inter == 0 && self.first() => {
+                    self.prefix = b
+                }
+                0x30..=0x3b if self.inter == 0 => self.param_byte(b),
                 0x30..=0x3f => self.state = State::CsiIgnore,
-                0x20..=0x2f => self.intermediate = true,
+                0x20..=0x2f => self.intermediate(b),
                 0x40..=0x7e => {
                     self.state = State::Ground;
                     self.end_param();
-                    if self.private && !self.intermediate && (b == b'h' || b == b'l') {
-                        self.set_modes(b == b'h');
+                    if !self.inters {
+                        self.csi_dispatch(b, at + 1);
                     }
                 }
                 _ => {} // C0 executed, DEL and 8-bit bytes ignored
@@ -187,7 +380,7 @@ impl LightScreen {
             }
             State::Osc => match b {
                 BEL => {
-                    self.osc_dispatch(events);
+                    self.osc_dispatch(events, Some(false), at + 1);
                     self.state = State::Ground;
                 }
                 0x00..=0x1f => {} // ignored inside an OSC
@@ -198,18 +391,33 @@ impl LightScreen {
                 }
             },
             State::DcsHead => match b {
-                0x3c..=0x3f if !self.private && !self.intermediate && self.first() => {
-                    self.private = true
+                0x3c..=0x3f if self.prefix == 0 && self.inter == 0 && self.first() => {
+                    self.prefix = b
                 }
-                0x30..=0x3b if !self.intermediate => self.param_byte(b),
+                0x30..=0x3b if self.inter == 0 => self.param_byte(b),
                 0x30..=0x3f => self.state = State::DcsIgnore,
-                0x20..=0x2f => self.intermediate = true,
-                0x40..=0x7e => self.state = State::DcsPassthrough,
+                0x20..=0x2f => self.intermediate(b),
+                0x40..=0x7e => {
+                    self.state = State::DcsPassthrough;
+                    self.dcs_data.clear();
+                    self.dcs = match (self.prefix, self.inter, self.inters, b) {
+                        (0, b'$', false, b'q') => DcsQuery::Setting,
+                        (0, b'+', false, b'q') => DcsQuery::Capabilities,
+                        _ => DcsQuery::None,
+                    };
+                }
                 _ => {}
             },
             State::DcsPassthrough => {
                 if b == 0x9c {
+                    self.string_end(at + 1, true, events);
                     self.state = State::Ground;
+                } else if self.dcs != DcsQuery::None && (0x20..0x7f).contains(&b) {
+                    if self.dcs_data.len() < DCS_QUERY_MAX {
+                        self.dcs_data.push(b);
+                    } else {
+                        self.dcs = DcsQuery::None;
+                    }
                 }
             }
             State::DcsIgnore | State::String => {}
@@ -217,11 +425,155 @@ impl LightScreen {
     }
 
     fn start_params(&mut self) {
-        self.private = false;
-        self.intermediate = false;
+        self.prefix = 0;
+        self.inter = 0;
+        self.inters = false;
         self.params.clear();
         self.param = None;
         self.sub = false;
+    }
+
+    fn intermediate(&mut self, b: u8) {
+        if self.inter == 0 {
+            self.inter = b;
+        } else {
+            self.inters = true;
+        }
+    }
+
+    /// An OSC or DCS string ends here (at ESC, CAN, SUB or 8-bit ST; `end` just past that
+    /// byte); true if it was a query (its ST's `\\` may follow).
+    fn string_end(&mut self, end: u64, st: bool, events: &mut Vec<ScreenEvent>) -> bool {
+        let before = self.found.len();
+        match self.state {
+            State::Osc => self.osc_dispatch(events, Some(st), end),
+            State::DcsPassthrough => {
+                let data = std::mem::take(&mut self.dcs_data);
+                match self.dcs {
+                    DcsQuery::Setting => {
+                        let region = self.queries_state.region;
+                        let cursor_style = self.queries_state.cursor_style;
+                        self.found(
+                            Query::Setting {
+                                pt: data.clone(),
+                                region,
+                                cursor_style,
+                            },
+                            end,
+                        );
+                    }
+                    DcsQuery::Capabilities => {
+                        let names = data.split(|b| *b == b';').map(<[u8]>::to_vec).collect();
+                        self.found(Query::Capabilities(names), end);
+                    }
+                    DcsQuery::None => {}
+                }
+                self.dcs = DcsQuery::None;
+                self.dcs_data = data;
+                self.dcs_data.clear();
+            }
+            _ => {}
+        }
+        self.found.len() > before
+    }
+
+    /// RIS (`ESC c`): the terminal's modes go back to their defaults.
+    fn full_reset(&mut self) {
+        self.flags.bracketed_paste = false;
+        self.flags.app_cursor = false;
+        self.flags.alt_screen = false;
+        self.flags.kitty_flags = 0;
+        let rows = self.queries_state.rows;
+        self.queries_state = QueryState {
+            rows,
+            ..QueryState::default()
+        };
+    }
+
+    /// A complete CSI with final byte `b` (not more than one intermediate); `end` is just
+    /// past it.
+    fn csi_dispatch(&mut self, b: u8, end: u64) {
+        let p0 = self.params.first().copied().unwrap_or(0);
+        let q = &mut self.queries_state;
+        let query = match (self.prefix, self.inter, b) {
+            (b'?', 0, b'h' | b'l') => {
+                self.set_modes(b == b'h');
+                return;
+            }
+            (0, 0, b'r') => {
+                // DECSTBM, as alacritty applies it: an empty region is ignored.
+                let top = if p0 == 0 { 1 } else { p0 };
+                let bottom = match self.params.get(1) {
+                    Some(&b) if b != 0 => b,
+                    _ => q.rows,
+                };
+                if top < bottom {
+                    let (top, bottom) = (top.min(q.rows.saturating_add(1)), bottom.min(q.rows));
+                    q.region = (top != 1 || bottom != q.rows).then_some((top, bottom));
+                }
+                return;
+            }
+            (0, 0, b'n') if p0 == 6 => Query::CursorPosition {
+                private: false,
+                origin_top: q.origin.then(|| q.region.map_or(0, |(t, _)| t - 1)),
+            },
+            (b'?', 0, b'n') if p0 == 6 => Query::CursorPosition {
+                private: true,
+                origin_top: q.origin.then(|| q.region.map_or(0, |(t, _)| t - 1)),
+            },
+            (0, b' ', b'q') => {
+                q.cursor_style = p0;
+                return;
+            }
+            (0, 0, b'n') if p0 == 5 => Query::Status,
+            (0, 0, b'c') if p0 == 0 => Query::PrimaryAttributes,
+            (b'>', 0, b'c') if p0 == 0 => Query::SecondaryAttributes,
+            (b'=', 0, b'c') if p0 == 0 => Query::TertiaryAttributes,
+            (b'>', 0, b'q') if p0 == 0 => Query::Version,
+            (b'?' | 0, b'$', b'p') => Query::Mode {
+                private: self.prefix == b'?',
+                mode: p0,
+                sync: q.sync,
+            },
+            (0, 0, b't') if matches!(p0, 14 | 16 | 18 | 19) => Query::Window(p0),
+            (b'?', 0, b'u') => Query::Keyboard(self.flags.kitty_flags),
+            (b'>', 0, b'u') => {
+                if q.kitty.len() >= KITTY_STACK_MAX {
+                    q.kitty.remove(0);
+                }
+                q.kitty.push((p0 & 0x1f) as u8);
+                self.sync_kitty();
+                return;
+            }
+            (b'<', 0, b'u') => {
+                let n = if p0 == 0 { 1 } else { p0 as usize };
+                let keep = q.kitty.len().saturating_sub(n);
+                q.kitty.truncate(keep);
+                self.sync_kitty();
+                return;
+            }
+            (b'=', 0, b'u') => {
+                let flags = (p0 & 0x1f) as u8;
+                let current = q.kitty.last().copied().unwrap_or(0);
+                let new = match self.params.get(1).copied().unwrap_or(1) {
+                    2 => current | flags,
+                    3 => current & !flags,
+                    _ => flags,
+                };
+                match q.kitty.last_mut() {
+                    Some(top) => *top = new,
+                    None => q.kitty.push(new),
+                }
+                self.sync_kitty();
+                return;
+            }
+            _ => return,
+        };
+        self.found(query, end);
+    }
+
+    fn sync_kitty(&mut self) {
+        self.flags.kitty_flags = self.queries_state.kitty.last().copied().unwrap_or(0);
     }
 
     /// Nothing of the parameter string came yet (a private marker may only come first).
@@ -259,17 +611,28 @@ impl LightScreen {
     }
 
     fn set_modes(&mut self, on: bool) {
-        for p in &self.params {
-            match p {
+        for i in 0..self.params.len() {
+            match self.params[i] {
                 2004 => self.flags.bracketed_paste = on,
                 1 => self.flags.app_cursor = on,
-                47 | 1047 | 1049 => self.flags.alt_screen = on,
+                6 => self.queries_state.origin = on,
+                2026 => self.queries_state.sync = on,
+                47 | 1047 | 1049 => {
+                    if self.flags.alt_screen != on {
+                        let q = &mut self.queries_state;
+                        std::mem::swap(&mut q.kitty, &mut q.kitty_inactive);
+                        self.sync_kitty();
+                    }
+                    self.flags.alt_screen = on;
+                }
                 _ => {}
             }
         }
     }
 
-    fn osc_dispatch(&mut self, events: &mut Vec<ScreenEvent>) {
+    /// An OSC ended (`st`: with ESC/ST rather than BEL; `None` when it cannot be a query);
+    /// `end` is just past its terminator.
+    fn osc_dispatch(&mut self, events: &mut Vec<ScreenEvent>, st: Option<bool>, end: u64) {
         let mut osc = std::mem::take(&mut self.osc);
         // Like vte: at most OSC_MAX_PARAMS parameters; what follows the last one's `;` is
         // dropped.
@@ -297,6 +660,34 @@ impl LightScreen {
                 if self.flags.title.as_deref() != Some(title.as_str()) {
                     self.flags.title = Some(title.clone());
                     events.push(ScreenEvent::Title(title));
+                }
+            }
+            b"10" | b"11" | b"12" => {
+                if let Some(st) = st {
+                    let first = if kind == b"10" {
+                        10
+                    } else if kind == b"11" {
+                        11
+                    } else {
+                        12
+                    };
+                    for (i, part) in rest.split(|b| *b == b';').enumerate() {
+                        let code = first + i as u8;
+                        if part == b"?" && code <= 12 {
+                            self.found(Query::Color { code, index: 0, st }, end);
+                        }
+                    }
+                }
+            }
+            b"4" => {
+                if let Some(st) = st {
+                    let mut parts = rest.split(|b| *b == b';');
+                    while let (Some(index), Some(spec)) = (parts.next(), parts.next()) {
+                        let index = std::str::from_utf8(index).ok().and_then(|i| i.parse().ok());
+                        if let (Some(index), b"?") = (index, spec) {
+                            self.found(Query::Color { code: 4, index, st }, end);
+                        }
+                    }
                 }
             }
             b"133" if rest.first() == Some(&b'B') => self.flags.input_marks = true,
@@ -327,12 +718,14 @@ mod oracle {
     pub struct VteScreen {
         parser: Parser,
         pub flags: ScreenFlags,
+        kitty: [Vec<u8>; 2],
     }
 
     impl VteScreen {
         pub fn advance(&mut self, bytes: &[u8]) -> Vec<ScreenEvent> {
             let mut performer = FlagsPerformer {
                 flags: &mut self.flags,
+                kitty: &mut self.kitty,
                 events: Vec::new(),
             };
             self.parser.advance(&mut performer, bytes);
@@ -342,10 +735,28 @@ mod oracle {
 
     pub struct FlagsPerformer<'a> {
         flags: &'a mut ScreenFlags,
+        /// Kitty keyboard stacks: active screen, inactive screen.
+        kitty: &'a mut [Vec<u8>; 2],
         events: Vec<ScreenEvent>,
     }
 
+    impl FlagsPerformer<'_> {
+        fn sync_kitty(&mut self) {
+            self.flags.kitty_flags = self.kitty[0].last().copied().unwrap_or(0);
+        }
+    }
+
     impl Perform for FlagsPerformer<'_> {
+        fn esc_dispatch(&mut self, intermediates: &[u8], _ignore: bool, byte: u8) {
+            if intermediates.is_empty() && byte == b'c' {
+                self.flags.bracketed_paste = false;
+                self.flags.app_cursor = false;
+                self.flags.alt_screen = false;
+                *self.kitty = Default::default();
+                self.sync_kitty();
+            }
+        }
+
         fn osc_dispatch(&mut self, params: &[&[u8]], _bell_terminated: bool) {
             match params {
                 [b"0" | b"2", rest @ ..] if !rest.is_empty() => {
@@ -373,7 +784,44 @@ mod oracle {
             }
         }
 
-        fn csi_dispatch(&mut self, params: &Params, intermediates: &[u8], _ignore: bool, c: char) {
+        fn csi_dispatch(&mut self, params: &Params, intermediates: &[u8], ignore: bool, c: char) {
+            let first = params
+                .iter()
+                .next()
+                .and_then(|p| p.first().copied())
+                .unwrap_or(0);
+            if c == 'u' && !ignore {
+                let stack = &mut self.kitty[0];
+                match intermediates {
+                    b">" => {
+                        if stack.len() >= super::KITTY_STACK_MAX {
+                            stack.remove(0);
+                        }
+                        stack.push((first & 0x1f) as u8);
+                    }
+                    b"<" => {
+                        let n = if first == 0 { 1 } else { first as usize };
+                        stack.truncate(stack.len().saturating_sub(n));
+                    }
+                    b"=" => {
+                        let flags = (first & 0x1f) as u8;
+                        let mode = params.iter().nth(1).and_then(|p| p.first().copied());
+                        let current = stack.last().copied().unwrap_or(0);
+                        let new = match mode.unwrap_or(1) {
+                            2 => current | flags,
+                            3 => current & !flags,
+                            _ => flags,
+                        };
+                        match stack.last_mut() {
+                            Some(top) => *top = new,
+                            None => stack.push(new),
+                        }
+                    }
+                    _ => {}
+                }
+                self.sync_kitty();
+                return;
+            }
             if intermediates != b"?" || !(c == 'h' || c == 'l') {
                 return;
             }
@@ -382,7 +830,13 @@ mod oracle {
                 match param.first().copied() {
                     Some(2004) => self.flags.bracketed_paste = on,
                     Some(1) => self.flags.app_cursor = on,
-                    Some(47 | 1047 | 1049) => self.flags.alt_screen = on,
+                    Some(47 | 1047 | 1049) => {
+                        if self.flags.alt_screen != on {
+                            self.kitty.swap(0, 1);
+                            self.sync_kitty();
+                        }
+                        self.flags.alt_screen = on;
+                    }
                     _ => {}
                 }
             }
@@ -426,6 +880,12 @@ mod tests {
             Just(b"\x1b]133;D;".to_vec()),
             Just(b"\x1b]133;A".to_vec()),
             Just(b"\x1b]133;B".to_vec()),
+            Just(b"\x1bc".to_vec()),
+            Just(b"\x1b[>5u".to_vec()),
+            Just(b"\x1b[<u".to_vec()),
+            Just(b"\x1b[=3;2u".to_vec()),
+            Just(b">".to_vec()),
+            Just(b"u".to_vec()),
             Just("naïve 数据 ✓".as_bytes().to_vec()),
             "[a-z0-9 ]{1,8}".prop_map(String::into_bytes),
             any::<u8>().prop_map(|b| vec![b]),

@@ -1,34 +1,62 @@
-//! A session's screen model, and its parsing kept off the PTY drain path.
+//! A session's screen model: exact, and parsed off the PTY drain path.
 //!
 //! A session's output goes into its [`ScreenModel`] straight from the PTY pump
-//! ([`ScreenModel::drain`]): the light vte pass (title, modes, OSC 133 D, `screen.rs`) and an
-//! append to the raw ring, under one short lock — no actor message, no allocation. The
-//! session actor hears about a chunk only when it must: the program announced something
-//! (a title, a finished command), or a person is attached and needs the bytes. The grid (alacritty_terminal)
-//! is parsed either by a reader that needs it now (`snapshot`, `dump`, the first check of a
-//! text wait: they catch up synchronously, bounded by the ring) or, while text waits or runs
-//! are pending, by the [`pool`] of grid workers: a few threads at a lower scheduling priority
-//! that catch the grid up in slices, match the pending patterns against the lines that
-//! changed, and tell the session actor which ones matched.
+//! ([`ScreenModel::drain`]): the light pass (title, modes, OSC 133 D, and the queries the
+//! program asks its terminal: `screen.rs`) and an append to the raw ring, under one short
+//! lock — no actor message, no allocation. The session actor hears about a chunk only when
+//! it must: the program announced something (a title, a finished command), or a person is
+//! attached and needs the bytes.
 //!
-//! So a child writing as fast as it can is never slowed by parsing: the workers only get the
-//! CPU the child and the drain leave, the grid lags behind while it must, and when it falls
-//! further behind than the ring holds it is rebuilt from the ring (`replayed`) instead of
-//! parsing an unbounded backlog. When the output pauses, the workers catch up within one
-//! ring's worth of parsing (~1 MiB, ~15 ms here) and the waits are settled.
+//! **The screen is a function of the bytes.** The grid (alacritty_terminal) is fed every
+//! byte the program ever wrote, in order, with each resize applied at the stream offset
+//! where it happened: the ring is the grid's backlog, and bytes leave it only by being
+//! parsed. When the backlog reaches [`RAW_RING_BYTES`] the pump stops reading until the grid
+//! catches up (the kernel's PTY buffer then pushes back on the program: nothing is dropped),
+//! so a snapshot, whenever it is taken, equals a grid fed every byte from the start. Until a
+//! session has printed [`PARSE_AT`] bytes, been read, or asked a query that needs the grid, it
+//! has no grid at all (an idle shell costs its few bytes of output); after that the backlog
+//! is parsed lazily, in batches:
+//!
+//! - by a reader (`snapshot`, `dump`, `inspect`, the first check of a text wait, `attach`)
+//!   that needs it now, synchronously, a slice at a time;
+//! - by the [`pool`] of grid workers (threads at `SCHED_IDLE`) while text waits or runs are
+//!   pending (they also match the patterns against the rows that changed) or once the
+//!   backlog passes [`PARSE_AT`];
+//! - for a query whose answer needs the screen (CPR, DECRQM, DECRQSS), by a blocking task
+//!   at normal priority that feeds the grid exactly up to the query and answers it.
+//!
+//! **Answers** (`answers.rs`) go to the program through the pump's input queue, once each,
+//! in the order the queries were written, whether or not anyone reads the session. Queries
+//! are cut from the copy of the output forwarded to attached terminals, so an attaching
+//! terminal never answers too.
 
+use crate::answers::{self, GridQuery, Prepared};
 use crate::grid::{logical, output_lines, Grid, RawRing, Row};
 use crate::screen::{LightScreen, ScreenEvent, ScreenFlags};
 use maxx_protocol::limits::RAW_RING_BYTES;
 use maxx_protocol::request::TextWait;
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
-/// Bytes a worker parses per hold of the grid lock (a reader waits at most this long).
+/// Bytes parsed per hold of the grid lock (a reader waits at most this long).
 const SLICE_BYTES: usize = 64 * 1024;
+/// Backlog at which the grid workers parse it even though nobody reads: well before the
+/// ring is full, so a program printing steadily rarely waits for the grid.
+pub const PARSE_AT: usize = RAW_RING_BYTES / 2;
 /// Niceness of the worker threads: below the drain and the children it serves.
 const WORKER_NICE: libc::c_int = 19;
+/// Resizes recorded ahead of the grid before a resize catches the grid up instead.
+const RESIZES_MAX: usize = 64;
+/// Answers waiting for the grid before further queries are ignored (a program flooding
+/// queries without reading the answers).
+const ANSWERS_MAX: usize = 4096;
+/// Longest escape sequence held back from an attached terminal until it is known not to be
+/// a query (queries are far shorter).
+const HOLD_MAX: u64 = 4096;
+/// The smallest grid: alacritty cannot place a double-width character in one column.
+pub const MIN_COLS: u16 = 2;
 
 /// What a pending wait or run looks for on the screen.
 #[derive(Clone)]
@@ -58,14 +86,109 @@ impl Watch {
 /// Told which watches matched (by id); called from a worker thread.
 pub type Notify = Box<dyn Fn(Vec<u64>) + Send + Sync>;
 
+/// Where answers to the program's queries are written: the PTY's input queue.
+pub type AnswerSink = Box<dyn Fn(Vec<u8>) + Send + Sync>;
+
+/// The copy of the output forwarded to attached terminals, minus the queries in it.
+#[derive(Default)]
+struct Forwarder {
+    /// Bytes of an escape sequence in progress, held until it is known not to be a query.
+    held: Vec<u8>,
+    /// Stream offset of `held[0]`.
+    held_start: u64,
+    /// Byte ranges (stream offsets) that belong to queries and are never forwarded.
+    cuts: Vec<(u64, u64)>,
+    /// Forwarding began inside a sequence: its rest is dropped (the attached terminal never
+    /// saw its start), up to where the light pass says it ended.
+    skipping: bool,
+    skip_to: u64,
+}
+
+impl Forwarder {
+    /// The chunk at stream offset `at`, as an attached terminal may see it.
+    fn filter(&mut self, light: &mut LightScreen, at: u64, bytes: &[u8]) -> Vec<u8> {
+        let end = at + bytes.len() as u64;
+        if self.skipping {
+            match light.sequence_end() {
+                Some(e) => {
+                    self.skipping = false;
+                    self.skip_to = e;
+                }
+                None => self.skip_to = end,
+            }
+        }
+        if self.held.is_empty() {
+            self.held_start = at;
+        }
+        self.held.extend_from_slice(bytes);
+        let hold_from = match light.in_sequence() {
+            Some(s) if end - s <= HOLD_MAX && s >= self.held_start => s,
+            _ => end,
+        };
+        let mut out = Vec::with_capacity((hold_from - self.held_start) as usize);
+        let mut pos = self.held_start.max(self.skip_to);
+        let mut cuts: Vec<(u64, u64)> = self.cuts.clone();
+        cuts.sort_unstable();
+        for (cs, ce) in cuts
+            .iter()
+            .copied()
+            .chain(std::iter::once((hold_from, hold_from)))
+        {
+            let stop = cs.min(hold_from);
+            if stop > pos {
+                let a = (pos - self.held_start) as usize;
+                let b = (stop - self.held_start) as usize;
+                out.extend_from_slice(&self.held[a..b]);
+            }
+            pos = pos.max(ce);
+            if pos >= hold_from {
+                break;
+            }
+        }
+        self.held.drain(..(hold_from - self.held_start) as usize);
+        self.held_start = hold_from;
+        self.cuts.retain(|c| c.1 > hold_from);
+        out
+    }
+}
+
 /// What the drain path maintains, under one lock.
 struct Drain {
+    /// Output the grid has not parsed yet (all of it while there is no grid).
     ring: RawRing,
     light: LightScreen,
-    /// Someone is attached: chunks go to the session actor too.
-    forward: bool,
+    /// Someone is attached: chunks go to the session actor too, minus the queries.
+    forward: Option<Forwarder>,
     /// Bumped by [`ScreenModel::reset`]: a pump of an earlier surface changes nothing.
     generation: u64,
+    /// The size at stream offset 0 (what a grid made now starts with) and the size now.
+    base: (u16, u16),
+    size: (u16, u16),
+    scrollback: usize,
+    /// Resizes the grid has not applied yet, at the stream offsets where they happened.
+    resizes: VecDeque<(u64, u16, u16)>,
+    /// Answers not written yet, in order, each due once the grid has parsed up to its
+    /// offset. The front is always one that needs the grid (a ready answer with nothing
+    /// before it is written at once).
+    answers: VecDeque<(u64, Prepared)>,
+    sink: Option<AnswerSink>,
+}
+
+impl Drain {
+    /// Write the ready answers at the front of the queue.
+    fn flush_ready(&mut self) {
+        while let Some((_, Prepared::Ready(_))) = self.answers.front() {
+            if let Some((_, Prepared::Ready(bytes))) = self.answers.pop_front() {
+                self.send(bytes);
+            }
+        }
+    }
+
+    fn send(&self, bytes: Vec<u8>) {
+        if let (Some(sink), false) = (&self.sink, bytes.is_empty()) {
+            sink(bytes);
+        }
+    }
 }
 
 /// What the session actor must hear about a drained chunk.
@@ -73,35 +196,29 @@ struct Drain {
 pub struct Drained {
     /// Announcements the chunk carried, in order.
     pub events: Vec<ScreenEvent>,
-    /// Forward the bytes (someone is attached); the stream offset just past them.
-    pub forward_end: Option<u64>,
+    /// The bytes to forward to attached terminals (queries cut out) and the stream offset
+    /// just past the chunk, when someone is attached.
+    pub forward: Option<(Vec<u8>, u64)>,
+    /// The backlog is full: read no more until [`ScreenModel::space`] says so.
+    pub full: bool,
 }
 
-/// One session's raw output and (once read) its grid, shared with the pump and the grid
-/// workers.
+/// One session's unparsed output and (once needed) its grid, shared with the pump, the grid
+/// workers and the answer tasks.
 pub struct ScreenModel {
     drain: Mutex<Drain>,
     grid: Mutex<Option<Box<Grid>>>,
     /// Pending patterns, by the session actor's ids.
     watches: Mutex<Vec<(u64, Watch)>>,
-    /// Output posted for the grid workers while patterns are pending.
-    inbox: Mutex<Inbox>,
     /// Whether `watches` is non-empty (checked on every chunk without a lock).
     watched: AtomicBool,
     /// Whether a worker job for this model is queued and not yet started.
     queued: AtomicBool,
+    /// Whether an answer task for this model is scheduled and not yet started.
+    answering: AtomicBool,
+    /// Woken when the grid has consumed backlog (the pump waits on it while it is full).
+    space: tokio::sync::Notify,
     notify: Notify,
-}
-
-/// Output the pump hands the grid workers while patterns are pending: the workers take it
-/// with an O(1) swap instead of copying from the ring under the drain lock, so a worker
-/// (which runs at idle priority and may be preempted anywhere) never holds a lock the pump
-/// needs for longer than that swap.
-#[derive(Default)]
-struct Inbox {
-    bytes: Vec<u8>,
-    /// Stream offset of `bytes[0]`.
-    start: u64,
 }
 
 /// A locked, materialised grid.
@@ -116,16 +233,8 @@ impl std::ops::Deref for GridGuard<'_> {
     }
 }
 
-impl std::ops::DerefMut for GridGuard<'_> {
-    fn deref_mut(&mut self) -> &mut Grid {
-        self.0
-            .as_deref_mut()
-            .expect("a GridGuard is only made over a materialised grid")
-    }
-}
-
 /// Lock a mutex, recovering from a panicked holder (the data is plain bytes and a grid;
-/// a half-parsed grid is still a grid).
+/// a grid that panicked mid-feed is replaced, see [`ScreenModel::feed_guarded`]).
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -137,69 +246,139 @@ impl ScreenModel {
             drain: Mutex::new(Drain {
                 ring: RawRing::default(),
                 light: LightScreen::default(),
-                forward: false,
+                forward: None,
                 generation: 0,
+                base: (80, 24),
+                size: (80, 24),
+                scrollback: 0,
+                resizes: VecDeque::new(),
+                answers: VecDeque::new(),
+                sink: None,
             }),
             grid: Mutex::new(None),
             watches: Mutex::new(Vec::new()),
-            inbox: Mutex::new(Inbox::default()),
             watched: AtomicBool::new(false),
             queued: AtomicBool::new(false),
+            answering: AtomicBool::new(false),
+            space: tokio::sync::Notify::new(),
             notify,
         })
     }
 
-    /// New output from the pump of surface `generation`: the light pass and the ring; wakes
-    /// a grid worker if a wait is pending on the screen.
+    /// New output from the pump of surface `generation`: the light pass and the ring;
+    /// answers the queries it can at once, and wakes whoever must parse.
     pub fn drain(self: &Arc<Self>, generation: u64, bytes: &[u8]) -> Drained {
         let mut d = lock(&self.drain);
         if d.generation != generation {
             return Drained::default();
         }
+        let at = d.ring.total();
         let events = d.light.advance(bytes);
         d.ring.push(bytes);
-        let end = d.ring.total();
-        let forward_end = d.forward.then_some(end);
+        let mut urgent = false;
+        let mut cuts = Vec::new();
+        if d.light.found_any() {
+            let (found, extra) = d.light.take_found();
+            let (cols, rows) = d.size;
+            for f in found {
+                cuts.push((f.start, f.end));
+                let prepared = answers::prepare(f.query, cols, rows);
+                match prepared {
+                    Prepared::Ready(bytes) if d.answers.is_empty() => d.send(bytes),
+                    _ if d.answers.len() >= ANSWERS_MAX => {
+                        tracing::warn!("a program is flooding terminal queries; one ignored")
+                    }
+                    prepared => {
+                        urgent |= matches!(prepared, Prepared::Grid(_));
+                        d.answers.push_back((f.end, prepared));
+                    }
+                }
+            }
+            cuts.extend(extra);
+        }
+        let dr = &mut *d;
+        let forward = dr.forward.as_mut().map(|f| {
+            f.cuts.extend(cuts);
+            (f.filter(&mut dr.light, at, bytes), at + bytes.len() as u64)
+        });
+        let backlog = d.ring.len();
+        let full = d.ring.full();
         drop(d);
-        if self.watched.load(Ordering::Acquire) {
-            self.post(end - bytes.len() as u64, bytes);
+        if self.watched.load(Ordering::Acquire) || backlog >= PARSE_AT {
             self.schedule();
+        }
+        if urgent {
+            self.schedule_answers();
         }
         Drained {
             events,
-            forward_end,
+            forward,
+            full,
         }
     }
 
-    /// Hand `bytes` (at stream offset `at`) to the grid workers, keeping at most a ring's
-    /// worth: a worker further behind than that catches up from the ring instead.
-    fn post(&self, at: u64, bytes: &[u8]) {
-        let mut inbox = lock(&self.inbox);
-        if inbox.start + inbox.bytes.len() as u64 != at {
-            // Output arrived while nothing was pending: start over here.
-            inbox.bytes.clear();
-            inbox.start = at;
-        }
-        inbox.bytes.extend_from_slice(bytes);
-        let excess = inbox.bytes.len().saturating_sub(RAW_RING_BYTES);
-        if excess > 0 {
-            inbox.bytes.drain(..excess);
-            inbox.start += excess as u64;
-        }
+    /// Wait until the grid has consumed backlog (the pump calls this while it is full).
+    pub async fn space(&self) {
+        self.space.notified().await
     }
 
-    /// Forget all output, modes and the grid (a new surface starts a fresh terminal);
-    /// returns the generation the new surface's pump must drain with.
-    pub fn reset(&self) -> u64 {
+    /// Whether the backlog is full (the pump must not read).
+    pub fn full(&self) -> bool {
+        lock(&self.drain).ring.full()
+    }
+
+    /// Forget all output, modes and the grid (a new surface starts a fresh terminal of
+    /// `cols` x `rows` with `scrollback` rows of history); returns the generation the new
+    /// surface's pump must drain with.
+    pub fn reset(&self, cols: u16, rows: u16, scrollback: usize) -> u64 {
         let mut grid = lock(&self.grid);
         let mut d = lock(&self.drain);
         d.ring = RawRing::default();
-        d.light = LightScreen::default();
-        d.forward = false;
+        d.light = LightScreen::new(rows);
+        d.forward = None;
         d.generation += 1;
+        d.base = (cols, rows);
+        d.size = (cols, rows);
+        d.scrollback = scrollback;
+        d.resizes = VecDeque::new();
+        d.answers = VecDeque::new();
+        d.sink = None;
         *grid = None;
-        *lock(&self.inbox) = Inbox::default();
+        self.space.notify_one();
         d.generation
+    }
+
+    /// Where surface `generation`'s answers go.
+    pub fn set_answer_sink(&self, generation: u64, sink: AnswerSink) {
+        let mut d = lock(&self.drain);
+        if d.generation == generation {
+            d.sink = Some(sink);
+        }
+    }
+
+    /// The PTY was resized: the grid applies it at this point of the output stream.
+    pub fn resize(&self, cols: u16, rows: u16) {
+        let mut slot = lock(&self.grid);
+        let mut d = lock(&self.drain);
+        d.light.resized(rows);
+        d.size = (cols, rows);
+        let at = d.ring.total();
+        match slot.as_mut() {
+            Some(grid) if grid.fed() == at && d.answers.is_empty() => {
+                drop(d);
+                resize_guarded(grid, cols, rows);
+                return;
+            }
+            None if at == 0 => {
+                d.base = (cols, rows);
+                return;
+            }
+            _ => d.resizes.push_back((at, cols, rows)),
+        }
+        if d.resizes.len() > RESIZES_MAX {
+            drop(d);
+            self.caught_up(&mut slot);
+        }
     }
 
     /// Title and modes from the light pass.
@@ -207,97 +386,168 @@ impl ScreenModel {
         lock(&self.drain).light.flags().clone()
     }
 
-    /// Retained raw output, in bytes.
-    pub fn ring_len(&self) -> usize {
+    /// Output not parsed yet, in bytes.
+    pub fn backlog(&self) -> usize {
         lock(&self.drain).ring.len()
     }
 
     /// Start (or keep) forwarding output for an attachment: bytes that repaint the current
-    /// screen on a fresh terminal, and the stream offset they cover — every later chunk is
-    /// forwarded. The raw output itself while the ring holds all of it (exact, colours and
-    /// modes included), else the grid's text and cursor.
-    pub fn attach(&self, cols: u16, rows: u16, scrollback: usize) -> (Vec<u8>, u64) {
-        let mut out = b"\x1b[H\x1b[2J".to_vec();
-        let mut guard = lock(&self.grid);
+    /// screen on a fresh terminal (drawn from the grid, never a replay of old output, so no
+    /// old query reaches the attaching terminal), and the stream offset they cover — every
+    /// later chunk is forwarded.
+    pub fn attach(&self) -> (Vec<u8>, u64) {
+        let mut slot = lock(&self.grid);
+        let grid = self.caught_up(&mut slot);
         let mut d = lock(&self.drain);
-        d.forward = true;
-        let upto = d.ring.total();
-        if d.ring.start() == 0 {
-            let (a, b) = d.ring.since(0);
-            out.extend_from_slice(a);
-            out.extend_from_slice(b);
-            return (out, upto);
+        let region = d.light.region();
+        let kitty = d.light.flags().kitty_flags;
+        let title = d.light.flags().title.clone();
+        if d.forward.is_none() {
+            let mut f = Forwarder::default();
+            if d.light.in_sequence().is_some() {
+                d.light.watch_sequence_end();
+                f.skipping = true;
+            }
+            d.forward = Some(f);
         }
+        let upto = d.ring.total();
         drop(d);
-        let grid = self.caught_up(&mut guard, cols, rows, scrollback);
-        let lines: Vec<String> = (0..grid.rows() as i32).map(|l| grid.row(l).text).collect();
-        out.extend(lines.join("\r\n").into_bytes());
-        let (x, y, _) = grid.cursor();
-        out.extend(format!("\x1b[{};{}H", y + 1, x + 1).into_bytes());
-        (out, upto)
+        (grid.repaint(region, kitty, title.as_deref()), upto)
     }
 
     /// Nobody is attached any more: stop forwarding chunks.
     pub fn detach_all(&self) {
-        lock(&self.drain).forward = false;
+        lock(&self.drain).forward = None;
     }
 
-    /// The grid, materialised from the ring on first use and caught up with all output.
-    pub fn grid(&self, cols: u16, rows: u16, scrollback: usize) -> GridGuard<'_> {
+    /// The grid, materialised on first use and caught up with all output.
+    pub fn grid(&self) -> GridGuard<'_> {
         let mut guard = lock(&self.grid);
-        self.caught_up(&mut guard, cols, rows, scrollback);
+        self.caught_up(&mut guard);
         GridGuard(guard)
     }
 
-    /// The grid, caught up, if someone materialised it already.
-    pub fn materialised_grid(&self) -> Option<GridGuard<'_>> {
-        let mut guard = lock(&self.grid);
-        self.catch_up(guard.as_mut()?);
-        Some(GridGuard(guard))
-    }
-
-    /// Materialise the grid in `slot` if needed and catch it up.
-    fn caught_up<'g>(
-        &self,
-        slot: &'g mut Option<Box<Grid>>,
-        cols: u16,
-        rows: u16,
-        scrollback: usize,
-    ) -> &'g mut Grid {
-        let fresh = slot.is_none();
-        let grid = slot.get_or_insert_with(|| {
-            let start = lock(&self.drain).ring.start();
-            Box::new(Grid::empty(cols, rows, scrollback, start))
-        });
-        self.catch_up(grid);
-        if fresh {
-            // Pending patterns are matched against what changes from now on.
-            grid.take_unscanned();
-        }
-        grid
-    }
-
-    /// Parse the output that arrived up to now, a slice at a time: the drain lock is held
-    /// only to copy each slice out, so the pump never waits on parsing.
-    fn catch_up(&self, grid: &mut Grid) {
+    /// Materialise the grid in `slot` if needed and catch it up with all output so far.
+    fn caught_up<'g>(&self, slot: &'g mut Option<Box<Grid>>) -> &'g mut Grid {
+        let grid = self.materialised(slot);
         let target = lock(&self.drain).ring.total();
         while self.feed_slice(grid, target) {}
         grid.finish_feed();
+        grid
     }
 
-    /// Parse the next slice of output before stream offset `target`; false once there is
-    /// none.
+    /// The grid in `slot`, made if there is none yet: the output stream from its first
+    /// byte is still all in the ring then.
+    fn materialised<'g>(&self, slot: &'g mut Option<Box<Grid>>) -> &'g mut Grid {
+        slot.get_or_insert_with(|| {
+            let d = lock(&self.drain);
+            debug_assert_eq!(d.ring.start(), 0, "without a grid, no output was consumed");
+            let (cols, rows) = d.base;
+            let mut g = Box::new(Grid::new(cols, rows, d.scrollback));
+            // Pending patterns are matched against what changes from now on.
+            g.take_unscanned();
+            g
+        })
+    }
+
+    /// Parse the next slice of output before stream offset `target` — stopping at the
+    /// next answer or resize due, and settling those — then let the pump read again. False
+    /// once there is nothing before `target` to parse.
     fn feed_slice(&self, grid: &mut Grid, target: u64) -> bool {
-        if grid.fed() >= target {
-            return false;
-        }
-        let max = (target - grid.fed()).min(SLICE_BYTES as u64) as usize;
-        let slice = grid.take_slice(&lock(&self.drain).ring, max);
+        let slice = {
+            let mut d = lock(&self.drain);
+            self.settle(&mut d, grid);
+            let fed = grid.fed();
+            let target = target.min(d.ring.total());
+            if fed >= target {
+                return false;
+            }
+            let mut stop = target.min(fed + SLICE_BYTES as u64);
+            if let Some((at, _)) = d.answers.front() {
+                stop = stop.min(*at);
+            }
+            if let Some((at, _, _)) = d.resizes.front() {
+                stop = stop.min(*at);
+            }
+            d.ring.copy_from(fed, (stop - fed) as usize)
+        };
         if slice.is_empty() {
             return false;
         }
-        grid.feed(&slice);
+        feed_guarded(grid, &slice);
+        let mut d = lock(&self.drain);
+        let was_full = d.ring.full();
+        d.ring.consume_to(grid.fed());
+        self.settle(&mut d, grid);
+        if was_full && !d.ring.full() {
+            self.space.notify_one();
+        }
         true
+    }
+
+    /// Answer the queries and apply the resizes that are due now the grid has parsed up to
+    /// where it is (answers first: a query written before a resize was read before it).
+    fn settle(&self, d: &mut Drain, grid: &mut Grid) {
+        let fed = grid.fed();
+        while let Some((at, _)) = d.answers.front() {
+            if *at > fed {
+                break;
+            }
+            let Some((_, prepared)) = d.answers.pop_front() else {
+                break;
+            };
+            match prepared {
+                Prepared::Ready(bytes) => d.send(bytes),
+                Prepared::Grid(q) => {
+                    // A synchronized update holds bytes back; the answer reflects them.
+                    grid.finish_feed();
+                    let bytes = answer_guarded(&q, grid);
+                    d.send(bytes);
+                }
+            }
+            d.flush_ready();
+        }
+        while let Some(&(at, cols, rows)) = d.resizes.front() {
+            if at > fed {
+                break;
+            }
+            d.resizes.pop_front();
+            resize_guarded(grid, cols, rows);
+        }
+    }
+
+    /// Schedule the answers that wait for the grid, at normal priority (a program waiting
+    /// for a CPR is blocked until it comes).
+    fn schedule_answers(self: &Arc<Self>) {
+        if self.answering.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let model = self.clone();
+        let job = move || {
+            model.answering.store(false, Ordering::Release);
+            model.answer_due();
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => {
+                rt.spawn_blocking(job);
+            }
+            Err(_) => {
+                std::thread::spawn(job);
+            }
+        }
+    }
+
+    /// Feed the grid up to the last answer that waits for it.
+    fn answer_due(&self) {
+        let mut slot = lock(&self.grid);
+        let target = match lock(&self.drain).answers.back() {
+            Some((at, _)) => *at,
+            None => return,
+        };
+        let grid = self.materialised(&mut slot);
+        while self.feed_slice(grid, target) {}
+        let mut d = lock(&self.drain);
+        self.settle(&mut d, grid);
     }
 
     /// Replace the pending patterns (the session actor's waits and runs).
@@ -305,10 +555,6 @@ impl ScreenModel {
         let any = !watches.is_empty();
         *lock(&self.watches) = watches;
         self.watched.store(any, Ordering::Release);
-        if !any {
-            // Nothing pending: the posted bytes would only hold memory.
-            *lock(&self.inbox) = Inbox::default();
-        }
         if any {
             // Output may have arrived between the caller's own check and now.
             self.schedule();
@@ -321,47 +567,27 @@ impl ScreenModel {
         }
     }
 
-    /// A worker's job: catch the grid up in slices, then match the pending patterns against
+    /// A worker's job: catch the grid up in slices (releasing it between slices, so a
+    /// reader waits at most one slice's parse), then match the pending patterns against
     /// the rows that changed since the last look.
     fn work(&self) {
         // Cleared first: output pushed from here on queues another job.
         self.queued.store(false, Ordering::Release);
+        let watched = self.watched.load(Ordering::Acquire);
+        if !watched && lock(&self.drain).ring.len() < PARSE_AT {
+            return;
+        }
+        let target = lock(&self.drain).ring.total();
+        let mut guard = loop {
+            let mut guard = lock(&self.grid);
+            let grid = self.materialised(&mut guard);
+            if !self.feed_slice(grid, target) {
+                break guard;
+            }
+        };
         if !self.watched.load(Ordering::Acquire) {
             return;
         }
-        let (start, bytes) = {
-            let mut inbox = lock(&self.inbox);
-            let start = inbox.start;
-            let bytes = std::mem::take(&mut inbox.bytes);
-            inbox.start = start + bytes.len() as u64;
-            (start, bytes)
-        };
-        let end = start + bytes.len() as u64;
-        // Nothing posted (the patterns were just set): whatever the ring holds now.
-        let target = if bytes.is_empty() {
-            lock(&self.drain).ring.total()
-        } else {
-            end
-        };
-        // A slice per hold of the grid lock, so a reader waits at most one slice's parse.
-        let mut guard = loop {
-            let mut guard = lock(&self.grid);
-            let Some(grid) = guard.as_mut() else { return };
-            let fed = grid.fed();
-            if fed >= start && fed < end {
-                // The steady state: the posted bytes continue the grid.
-                let from = (fed - start) as usize;
-                let to = (from + SLICE_BYTES).min(bytes.len());
-                grid.feed(&bytes[from..to]);
-                continue;
-            }
-            // Behind what was posted (it overflowed, or output came while nothing was
-            // pending): the ring has it, or the grid is rebuilt from the ring.
-            if fed < target && self.feed_slice(grid, target) {
-                continue;
-            }
-            break guard;
-        };
         let Some(grid) = guard.as_mut() else { return };
         grid.finish_feed();
         let back = grid.take_unscanned();
@@ -387,12 +613,41 @@ impl ScreenModel {
             let mut watches = lock(&self.watches);
             watches.retain(|(id, _)| !matched.contains(id));
             self.watched.store(!watches.is_empty(), Ordering::Release);
-            if watches.is_empty() {
-                *lock(&self.inbox) = Inbox::default();
-            }
         }
         (self.notify)(matched);
     }
+}
+
+/// Feed `bytes` to `grid`; a panic inside the terminal emulator (a bug there, never the
+/// program's fault) replaces the grid with a blank one at the same point of the stream
+/// instead of taking the session down with it.
+fn feed_guarded(grid: &mut Grid, bytes: &[u8]) {
+    let fed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| grid.feed(bytes)));
+    if fed.is_err() {
+        tracing::error!("the terminal emulator panicked on output; the screen starts blank");
+        let mut blank = grid.blank_like();
+        blank.skip(bytes.len());
+        *grid = blank;
+    }
+}
+
+fn resize_guarded(grid: &mut Grid, cols: u16, rows: u16) {
+    let cols = cols.max(MIN_COLS);
+    let rows = rows.max(1);
+    let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| grid.resize(cols, rows)));
+    if done.is_err() {
+        tracing::error!("the terminal emulator panicked on a resize; the screen starts blank");
+        let mut blank = grid.blank_like();
+        blank.resize(cols, rows);
+        *grid = blank;
+    }
+}
+
+fn answer_guarded(q: &GridQuery, grid: &Grid) -> Vec<u8> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        answers::grid_answer(q, grid)
+    }))
+    .unwrap_or_default()
 }
 
 /// Rows of the viewport plus the `back` newest history rows.
@@ -460,6 +715,7 @@ pub fn pool() -> &'static Pool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use std::time::Duration;
 
     fn literal(text: &str) -> TextWait {
@@ -469,47 +725,120 @@ mod tests {
         }
     }
 
-    fn model() -> (Arc<ScreenModel>, mpsc::Receiver<Vec<u64>>) {
+    /// A model whose matches and answers are collected.
+    fn model() -> (
+        Arc<ScreenModel>,
+        mpsc::Receiver<Vec<u64>>,
+        Arc<Mutex<Vec<u8>>>,
+        u64,
+    ) {
         let (tx, rx) = mpsc::channel();
         let tx = Mutex::new(tx);
         let m = ScreenModel::new(Box::new(move |ids| {
             let _ = lock(&tx).send(ids);
         }));
-        (m, rx)
+        let g = m.reset(40, 5, 100);
+        let answers = Arc::new(Mutex::new(Vec::new()));
+        let sink = answers.clone();
+        m.set_answer_sink(g, Box::new(move |b| lock(&sink).extend(b)));
+        (m, rx, answers, g)
+    }
+
+    /// Wait (with a deadline) until the answers collected so far equal `want`.
+    fn answered(answers: &Mutex<Vec<u8>>, want: &[u8]) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while lock(answers).as_slice() != want {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "answers {:?}, want {:?}",
+                String::from_utf8_lossy(&lock(answers)),
+                String::from_utf8_lossy(want)
+            );
+            std::thread::yield_now();
+        }
     }
 
     #[test]
     fn a_stale_pump_changes_nothing() {
-        let (m, _) = model();
-        let generation = m.reset();
+        let (m, _, _, generation) = model();
         m.drain(generation - 1, b"old\x1b]2;stale\x07");
-        assert_eq!(m.ring_len(), 0);
+        assert_eq!(m.backlog(), 0);
         assert_eq!(m.flags().title, None);
         let d = m.drain(generation, b"new\x1b]2;fresh\x07");
         assert_eq!(d.events, [ScreenEvent::Title("fresh".into())]);
-        assert_eq!(m.ring_len(), b"new\x1b]2;fresh\x07".len());
+        assert_eq!(m.backlog(), b"new\x1b]2;fresh\x07".len());
     }
 
     #[test]
-    fn attached_output_is_forwarded_after_the_repaint_only() {
-        let (m, _) = model();
-        let g = m.reset();
-        assert_eq!(m.drain(g, b"before").forward_end, None);
-        let (repaint, upto) = m.attach(80, 24, 100);
-        assert!(repaint.ends_with(b"before"));
-        assert_eq!(upto, 6);
-        assert_eq!(m.drain(g, b"after").forward_end, Some(11));
+    fn queries_are_answered_in_order_at_the_byte_they_were_asked() {
+        let (m, _, answers, g) = model();
+        // CPR needs the cursor as it was at the query, not after the text that follows it
+        // in the same chunk; DA1 after it waits its turn.
+        m.drain(g, b"abc\x1b[6n\x1b[cdefgh\r\n\x1b[5n");
+        answered(&answers, b"\x1b[1;4R\x1b[?62;22c\x1b[0n");
+        // Nobody has read the screen: answering parsed only up to the last query.
+        lock(&answers).clear();
+        m.drain(g, b"\x1b[>c\x1b[18t");
+        answered(&answers, b"\x1b[>0;10;1c\x1b[8;5;40t");
+    }
+
+    #[test]
+    fn a_query_after_a_resize_sees_the_new_size_and_cursor() {
+        let (m, _, answers, g) = model();
+        m.drain(g, b"\x1b[2;3H");
+        m.resize(20, 3);
+        m.drain(g, b"\x1b[6n\x1b[18t");
+        answered(&answers, b"\x1b[2;3R\x1b[8;3;20t");
+        // Where a resize moves the cursor is the emulator's (alacritty reflows): the
+        // answer is what a grid fed the same bytes and resizes says.
+        lock(&answers).clear();
+        m.drain(g, b"\x1b[3;18H");
+        m.resize(10, 3);
+        m.drain(g, b"\x1b[6n");
+        let mut reference = Grid::new(40, 5, 100);
+        reference.feed(b"\x1b[2;3H");
+        reference.resize(20, 3);
+        reference.feed(b"\x1b[6n\x1b[18t\x1b[3;18H");
+        reference.resize(10, 3);
+        let want = crate::answers::grid_answer(
+            &GridQuery::CursorPosition {
+                private: false,
+                origin_top: None,
+            },
+            &reference,
+        );
+        answered(&answers, &want);
+    }
+
+    #[test]
+    fn attach_repaints_from_the_grid_and_never_forwards_queries() {
+        let (m, _, answers, g) = model();
+        assert!(m.drain(g, b"before\x1b[c").forward.is_none());
+        answered(&answers, b"\x1b[?62;22c");
+        let (repaint, upto) = m.attach();
+        assert!(
+            !repaint.windows(3).any(|w| w == b"\x1b[c"),
+            "no replayed query"
+        );
+        assert!(repaint.windows(6).any(|w| w == b"before"));
+        assert_eq!(upto, 9);
+        // A query split across chunks is cut whole; the text around it is forwarded.
+        let a = m.drain(g, b"x\x1b[").forward.unwrap();
+        let b = m.drain(g, b"6ny\x1b]11;?\x1b").forward.unwrap();
+        let c = m.drain(g, b"\\z\x1b[31mred").forward.unwrap();
+        let all = [a.0, b.0, c.0].concat();
+        assert_eq!(all, b"xyz\x1b[31mred");
+        assert_eq!(c.1, 9 + 3 + 10 + 10);
         m.detach_all();
-        assert_eq!(m.drain(g, b"gone").forward_end, None);
+        assert!(m.drain(g, b"gone").forward.is_none());
     }
 
     #[test]
     fn a_worker_matches_pending_patterns_on_new_output() {
-        let (m, rx) = model();
-        let g = m.reset();
+        let (m, rx, _, g) = model();
         m.drain(g, b"prompt$ ");
         // A reader materialises the grid (as the session actor does before it watches).
-        drop(m.grid(40, 5, 100));
+        drop(m.grid());
         m.set_watches(vec![
             (1, Watch::Text(literal("DONE"))),
             (2, Watch::Text(literal("never"))),
@@ -530,18 +859,192 @@ mod tests {
     }
 
     #[test]
-    fn a_grid_far_behind_is_rebuilt_from_the_ring() {
-        let (m, _) = model();
-        let g = m.reset();
-        drop(m.grid(40, 5, 100));
-        let chunk = vec![b'x'; 64 * 1024];
-        for _ in 0..(maxx_protocol::limits::RAW_RING_BYTES / chunk.len() + 2) {
-            m.drain(g, &chunk);
+    fn a_full_backlog_says_so_and_is_parsed_not_dropped() {
+        let (m, _, _, g) = model();
+        let chunk = b"0123456789012345678\r\n".repeat(3000);
+        let mut full = false;
+        let mut lines = 0;
+        while !full {
+            full = m.drain(g, &chunk).full;
+            lines += 3000;
         }
-        let grid = m.grid(40, 5, 100);
-        assert!(
-            grid.replayed,
-            "more than the ring behind: rebuilt, not parsed"
+        let grid = m.grid();
+        assert_eq!(grid.history(), 100, "whole scrollback");
+        assert_eq!(grid.row(-100).text, "0123456789012345678");
+        assert!(lines > 100);
+        drop(grid);
+        assert_eq!(m.backlog(), 0);
+        assert!(!m.full());
+    }
+
+    /// Everything a reader can see of a grid: rows (history included), wraps, styles,
+    /// cursor and modes.
+    fn fingerprint(g: &Grid) -> String {
+        let mut out = format!(
+            "{}x{} cursor {:?} alt {} history {} mode {:?}\n",
+            g.cols(),
+            g.rows(),
+            g.cursor(),
+            g.alt_screen(),
+            g.history(),
+            g.state().mode()
         );
+        for line in -(g.history() as i32)..g.rows() as i32 {
+            let row = g.row(line);
+            let mut cells = Vec::new();
+            g.styled_cells(line, 0, &mut cells);
+            let styles: Vec<String> = cells
+                .iter()
+                .map(|c| format!("{}:{:?}", c.col, c.style))
+                .collect();
+            out.push_str(&format!(
+                "{line:>5} {:?} {} {}\n",
+                row.text,
+                row.wrapped,
+                styles.join(",")
+            ));
+        }
+        out
+    }
+
+    /// One step of a differential run.
+    #[derive(Debug, Clone)]
+    enum Step {
+        Out(Vec<u8>),
+        Resize(u16, u16),
+        Read,
+    }
+
+    fn piece() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            Just(b"\x1b[?1049h".to_vec()),
+            Just(b"\x1b[?1049l".to_vec()),
+            Just(b"\x1b[2;5r".to_vec()),
+            Just(b"\x1b[r".to_vec()),
+            Just(b"\x1b[1;31m".to_vec()),
+            Just(b"\x1b[0m".to_vec()),
+            Just(b"\x1b[7;42m".to_vec()),
+            Just(b"\x1b[38;5;123m".to_vec()),
+            Just(b"\x1b[H".to_vec()),
+            Just(b"\x1b[3;7H".to_vec()),
+            Just(b"\x1b[2J".to_vec()),
+            Just(b"\x1b[K".to_vec()),
+            Just(b"\x1b[2L".to_vec()),
+            Just(b"\x1b[M".to_vec()),
+            Just(b"\x1b7".to_vec()),
+            Just(b"\x1b8".to_vec()),
+            Just(b"\x1b(0lqk\x1b(B".to_vec()),
+            Just(b"\x1b[?6h".to_vec()),
+            Just(b"\x1b[?6l".to_vec()),
+            Just(b"\x1b[?7l".to_vec()),
+            Just(b"\x1b[?7h".to_vec()),
+            Just(b"\x1b]2;title\x07".to_vec()),
+            Just(b"\x1b[6n".to_vec()),
+            Just(b"\t".to_vec()),
+            Just(b"\r\n".to_vec()),
+            Just(b"\n".to_vec()),
+            Just("日本語".as_bytes().to_vec()),
+            Just("e\u{301}".as_bytes().to_vec()),
+            "[a-z ]{1,30}".prop_map(String::into_bytes),
+        ]
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            8 => prop::collection::vec(piece(), 1..8).prop_map(|p| Step::Out(p.concat())),
+            1 => (2u16..30, 1u16..12).prop_map(|(c, r)| Step::Resize(c, r)),
+            1 => Just(Step::Read),
+        ]
+    }
+
+    /// Run `steps` through a model (reads and resizes at their points, output in the
+    /// chunks given) and through a reference grid fed every byte from the start with the
+    /// same resizes at the same offsets; the two must read the same.
+    fn differential(steps: &[Step]) -> Result<(), TestCaseError> {
+        let (m, _, _, g) = model();
+        let mut reference = Grid::new(40, 5, 100);
+        for s in steps {
+            match s {
+                Step::Out(bytes) => {
+                    m.drain(g, bytes);
+                    reference.feed(bytes);
+                }
+                Step::Resize(c, r) => {
+                    m.resize(*c, *r);
+                    reference.finish_feed();
+                    reference.resize(*c, *r);
+                }
+                Step::Read => drop(m.grid()),
+            }
+        }
+        reference.finish_feed();
+        let ours = fingerprint(&m.grid());
+        let theirs = fingerprint(&reference);
+        prop_assert_eq!(ours, theirs);
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(64),
+            rng_seed: proptest::test_runner::RngSeed::Fixed(17),
+            ..ProptestConfig::default()
+        })]
+
+        /// The screen is a function of the bytes and the resizes, never of when (or
+        /// whether) anyone read it.
+        #[test]
+        fn the_screen_equals_a_grid_fed_from_the_start(steps in prop::collection::vec(step(), 1..40)) {
+            differential(&steps)?;
+        }
+    }
+
+    /// Output past the backlog's size between a mode change and the read, with resizes
+    /// before anything read the screen: the alternate screen, its hidden main screen, the
+    /// scroll region and the history are still exact. (`MAXX_DIFF_MIB` makes it longer.)
+    #[test]
+    fn megabytes_between_a_mode_change_and_the_read_are_exact() {
+        let mib: usize = std::env::var("MAXX_DIFF_MIB")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(2);
+        let mut steps = vec![
+            Step::Out(b"main screen line\r\n\x1b[1;32mgreen\x1b[0m\r\n".to_vec()),
+            Step::Out(b"\x1b[?1049h\x1b[2;4r\x1b[H".to_vec()),
+            Step::Resize(30, 8),
+        ];
+        let filler: Vec<u8> = (0..2000)
+            .flat_map(|i| format!("\x1b[{}mrow {i} \t日本\r\n", 31 + i % 7).into_bytes())
+            .collect();
+        let mut sent = 0;
+        while sent < mib * 1024 * 1024 {
+            steps.push(Step::Out(filler.clone()));
+            sent += filler.len();
+        }
+        steps.push(Step::Out(b"\x1b[6n".to_vec()));
+        steps.push(Step::Read);
+        let (m, _, _, g) = model();
+        let mut reference = Grid::new(40, 5, 100);
+        for s in &steps {
+            match s {
+                Step::Out(bytes) => {
+                    m.drain(g, bytes);
+                    reference.feed(bytes);
+                }
+                Step::Resize(c, r) => {
+                    m.resize(*c, *r);
+                    reference.finish_feed();
+                    reference.resize(*c, *r);
+                }
+                Step::Read => {}
+            }
+        }
+        reference.finish_feed();
+        assert!(m.grid().alt_screen());
+        assert_eq!(fingerprint(&m.grid()), fingerprint(&reference));
+        // Leaving the alternate screen restores the main screen it hid.
+        m.drain(g, b"\x1b[?1049l");
+        assert_eq!(m.grid().row(0).text, "main screen line");
+        assert_eq!(m.grid().row(1).text, "green");
     }
 }

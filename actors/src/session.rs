@@ -639,10 +639,7 @@ impl SessionActor {
                 }
                 state.next_id += 1;
                 let id = state.next_id;
-                let (repaint, upto) =
-                    state
-                        .model
-                        .attach(state.view.cols, state.view.rows, state.scrollback_lines);
+                let (repaint, upto) = state.model.attach();
                 if reply.send(Ok((id, state.view.clone(), repaint))).is_ok() {
                     state.attachers.push((id, upto, output));
                 }
@@ -973,7 +970,9 @@ impl SessionState {
         }
         let me = myself.clone();
         // A fresh terminal: output, modes and grid of an earlier surface are gone.
-        let generation = self.model.reset();
+        let generation = self
+            .model
+            .reset(self.view.cols, self.view.rows, self.scrollback_lines);
         let pty = Pty::spawn(
             SpawnSpec {
                 command: self.view.command.clone(),
@@ -999,7 +998,8 @@ impl SessionState {
     /// Screen reads of such a session answer `already_ended`; a restart starts afresh.
     fn release_surface(&mut self) {
         self.pty = None;
-        self.model.reset();
+        self.model
+            .reset(self.view.cols, self.view.rows, self.scrollback_lines);
         self.attachers = Vec::new();
         self.audit.shrink_to_fit();
         crate::memory::churn(&self.spawn.stats, crate::memory::SURFACE_CHURN);
@@ -1762,10 +1762,9 @@ impl SessionState {
 
 /// Screen readback, waits on text, `run`, keys and resize.
 impl SessionState {
-    /// The grid, materialised from the ring on first use and brought up to date.
+    /// The grid, materialised on first use and brought up to date.
     fn grid(&self) -> GridGuard<'_> {
-        self.model
-            .grid(self.view.cols, self.view.rows, self.scrollback_lines)
+        self.model.grid()
     }
 
     /// The attachments changed: output is forwarded to the actor only while there are some.
@@ -1974,9 +1973,7 @@ impl SessionState {
             .map_err(|e| ErrorBody::internal(format!("resize failed: {e}")))?;
         self.view.cols = applied.cols;
         self.view.rows = applied.rows;
-        if let Some(mut grid) = self.model.materialised_grid() {
-            grid.resize(applied.cols, applied.rows);
-        }
+        self.model.resize(applied.cols, applied.rows);
         self.touch();
         self.publish();
         Ok(ResizeResult {
@@ -2016,7 +2013,7 @@ impl SessionState {
                             pid,
                             command: proc_cmdline(pid),
                         });
-                let ring_bytes = self.model.ring_len() as u64;
+                let backlog_bytes = self.model.backlog() as u64;
                 let exited = self.view.exit_code.is_some() || self.view.exit_signal.is_some();
                 let (session_id, title) = (
                     self.view.session_id.clone(),
@@ -2041,8 +2038,7 @@ impl SessionState {
                     foreground,
                     exited,
                     title,
-                    ring_bytes,
-                    replayed: grid.replayed,
+                    backlog_bytes,
                 }))
             }
         }
@@ -2067,7 +2063,9 @@ impl SessionState {
             ScrollbackWindow::All => (history, history),
             ScrollbackWindow::Last(n) => (n.min(history), n),
         };
-        let lost_history = grid.replayed || history >= scrollback_cap;
+        // Every byte was parsed: history is short of what was asked only when the
+        // scrollback limit dropped rows (or there never were that many).
+        let lost_history = history >= scrollback_cap;
         let truncated = asked > history && lost_history;
         let history_rows: Vec<Row> = (-(want as i32)..0).map(|l| grid.row(l)).collect();
         let view_rows: Vec<Row> = (0..rows).map(|l| grid.row(l)).collect();
@@ -2118,13 +2116,7 @@ impl SessionState {
             scrollback_cells,
             soft_wrap,
             truncated,
-            truncated_reason: truncated.then(|| {
-                if grid.replayed {
-                    "replayed".to_string()
-                } else {
-                    "history_limit".to_string()
-                }
-            }),
+            truncated_reason: truncated.then(|| "history_limit".to_string()),
             title,
         }
     }

@@ -56,6 +56,9 @@ pub const DEFAULT_COLS: u16 = 80;
 pub const DEFAULT_ROWS: u16 = 24;
 /// Largest PTY dimension accepted.
 pub const MAX_DIMENSION: u16 = 1000;
+/// Fewest columns a session may have: a double-width character needs two (a terminal
+/// emulator cannot place one in a single column).
+pub const MIN_COLS: u16 = 2;
 
 /// A declaration's `source` ≤ 128 chars, no control characters.
 pub const SOURCE_MAX_CHARS: usize = 128;

@@ -605,7 +605,11 @@ impl Call {
                         if (1..=MAX_DIMENSION).contains(&cols)
                             && (1..=MAX_DIMENSION).contains(&rows) =>
                     {
-                        Some(crate::screen::Size { cols, rows })
+                        // A terminal narrower than the grid supports is drawn at the minimum.
+                        Some(crate::screen::Size {
+                            cols: cols.max(MIN_COLS),
+                            rows,
+                        })
                     }
                     (None, None) => None,
                     _ => {
@@ -651,15 +655,7 @@ impl Call {
                     rows: u16,
                 }
                 let raw: Raw = decode(params)?;
-                if raw.cols == 0
-                    || raw.rows == 0
-                    || raw.cols > MAX_DIMENSION
-                    || raw.rows > MAX_DIMENSION
-                {
-                    return Err(ErrorBody::invalid(format!(
-                        "cols and rows must be 1..={MAX_DIMENSION}"
-                    )));
-                }
+                check_size(raw.cols, raw.rows)?;
                 Call::Resize {
                     session_id: parse_session_id("session_id", &raw.session_id)?,
                     size: crate::screen::Size {
@@ -1074,11 +1070,7 @@ impl CreateParams {
         };
         let cols = raw.cols.unwrap_or(DEFAULT_COLS);
         let rows = raw.rows.unwrap_or(DEFAULT_ROWS);
-        if cols == 0 || rows == 0 || cols > MAX_DIMENSION || rows > MAX_DIMENSION {
-            return Err(ErrorBody::invalid(format!(
-                "cols and rows must be 1..={MAX_DIMENSION}"
-            )));
-        }
+        check_size(cols, rows)?;
         Ok(CreateParams {
             title: raw.title,
             cwd: raw.cwd,
@@ -2169,4 +2161,18 @@ mod tests {
         }
         assert!(w(json!({"lifecycle": "exited", "output_only": false})).is_ok());
     }
+}
+
+/// A session's size: `MIN_COLS..=MAX_DIMENSION` columns, `1..=MAX_DIMENSION` rows.
+fn check_size(cols: u16, rows: u16) -> Result<(), ErrorBody> {
+    if !(MIN_COLS..=MAX_DIMENSION).contains(&cols) || !(1..=MAX_DIMENSION).contains(&rows) {
+        return Err(ErrorBody::invalid(format!(
+            "cols must be {MIN_COLS}..={MAX_DIMENSION} and rows 1..={MAX_DIMENSION}"
+        ))
+        .with_remedy(format!(
+            "pass a size the terminal can hold, e.g. --cols 80 --rows 24 (a double-width \
+             character needs {MIN_COLS} columns)"
+        )));
+    }
+    Ok(())
 }

@@ -203,10 +203,9 @@ pub struct InspectDoc {
     pub exited: bool,
     /// Title from OSC 0/2.
     pub title: Option<String>,
-    /// Raw output bytes retained for replay.
-    pub ring_bytes: u64,
-    /// The grid had been rebuilt from the ring (history before it is gone).
-    pub replayed: bool,
+    /// Output bytes that were waiting for the grid when the read arrived (the read parsed
+    /// them first; at most 1 MiB, past which the program waits on its PTY buffer).
+    pub backlog_bytes: u64,
 }
 
 /// `sessions.resize`.
