@@ -177,7 +177,7 @@ fn every_documented_query_is_answered_in_order() {
            xtwinops14 xtwinops16 xtwinops18 xtwinops19 \
            xtgettcap-tn xtgettcap-co xtgettcap-unknown kitty; \
          printf '\\033[3;10r\\033[4 q\\033[?2004h\\033[>1u\\033[5;7H'; \
-         {probe} --out {second} --timeout-ms 1000 cpr decrqss-stbm decrqss-decscusr decrqm-2004 kitty; \
+         {probe} --out {second} --timeout-ms 500 cpr decrqss-stbm decrqss-decscusr decrqm-2004 kitty; \
          exec sleep 30",
         first = first.display(),
         second = second.display(),
@@ -578,6 +578,46 @@ fn resize_before_any_read_matches_tmux() {
     let theirs: Vec<&str> = info.split_whitespace().collect();
     let theirs = format!("{} {} {}", theirs[0], theirs[1], theirs[2] == "1");
     assert_eq!(mine, theirs, "size, cursor, alternate screen");
+}
+
+/// The programs themselves, in tmux 3.3a (a terminal that answers): the probe reads whole
+/// answers, crossterm finds its cursor, the inline viewport starts. A failure of the tests
+/// above is then maxx's, not the programs'.
+#[test]
+fn the_programs_work_in_tmux() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("probe.jsonl");
+    let cmd = format!(
+        "{} --out {} cpr da1 da2 xtversion; {}; echo \"cpr-exit=$?\"; {}; echo \"inline-exit=$?\"; exec sleep 30",
+        example_bin("term_probe"),
+        out.display(),
+        example_bin("cpr_position"),
+        example_bin("inline_viewport"),
+    );
+    let tmux = Tmux::new();
+    let version = tmux.run(&["-V"]);
+    tmux.run(&["new-session", "-d", "-s", "t", "-x", "80", "-y", "24", &cmd]);
+    tmux.wait_text("inline-exit=");
+    let report = probe_report(&out, T);
+    check_answers(
+        &report,
+        &[
+            ("cpr", "\\e[1;1R"),
+            ("da1", "\\e[?1;2c"),
+            ("da2", "\\e[>84;0;0c"),
+            ("xtversion", &format!("\\eP>|{}\\e\\\\", version.trim())),
+        ],
+        u64::MAX,
+    );
+    let screen = normalised(&tmux.capture());
+    let text = screen.join("\n");
+    assert_eq!(screen[0], "term_probe done 4/4", "{text}");
+    assert_eq!(screen[1..3], ["position 0 1", "cpr-exit=0"], "{text}");
+    assert!(
+        screen.iter().any(|l| l.contains("inline-viewport-ok")),
+        "{text}"
+    );
+    assert_eq!(screen.last().unwrap(), "inline-exit=0", "{text}");
 }
 
 /// Done means: the alternate-screen-then-2-MiB case reads back `alt_screen: true` and
