@@ -489,6 +489,11 @@ impl Drop for Tmux {
         let _ = Command::new("tmux")
             .args(["-L", &self.socket, "kill-server"])
             .output();
+        // kill-server leaves the socket file behind.
+        let dir = std::env::var("TMUX_TMPDIR").unwrap_or_else(|_| "/tmp".into());
+        // SAFETY: getuid has no preconditions.
+        let uid = unsafe { libc::getuid() };
+        let _ = std::fs::remove_file(format!("{dir}/tmux-{uid}/{}", self.socket));
     }
 }
 
