@@ -11,3 +11,4 @@ mod screen;
 mod spine;
 mod stream;
 mod supervision;
+mod terminal;

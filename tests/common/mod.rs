@@ -447,3 +447,20 @@ macro_rules! maxx_snapshot {
         });
     }};
 }
+
+/// Path of a program built from `examples/` (`cargo test` builds the examples next to the
+/// test binary's `deps/` folder, in `target/<profile>/examples/`).
+pub fn example_bin(name: &str) -> String {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps/<test>");
+    let path = profile_dir.join("examples").join(name);
+    assert!(
+        path.exists(),
+        "{} is missing: the examples are built by `cargo test` (or `cargo build --examples`)",
+        path.display()
+    );
+    path.display().to_string()
+}
