@@ -2058,13 +2058,16 @@ impl SessionState {
                 window = ScrollbackWindow::Last(tail - rows as usize);
             }
         }
+        // `All` asks for every row ever scrolled off: more than the history holds once
+        // the scrollback limit has dropped some.
         let (want, asked) = match window {
             ScrollbackWindow::None => (0, 0),
-            ScrollbackWindow::All => (history, history),
+            ScrollbackWindow::All => (history, history + 1),
             ScrollbackWindow::Last(n) => (n.min(history), n),
         };
         // Every byte was parsed: history is short of what was asked only when the
-        // scrollback limit dropped rows (or there never were that many).
+        // scrollback limit dropped rows (a full history is taken to have dropped some),
+        // or when there never were that many.
         let lost_history = history >= scrollback_cap;
         let truncated = asked > history && lost_history;
         let history_rows: Vec<Row> = (-(want as i32)..0).map(|l| grid.row(l)).collect();
