@@ -16,6 +16,12 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::sync::{Arc, Mutex};
 
+/// What the terminal is sent when attach ends: SGR, scroll region, cursor keys, keypad,
+/// mouse and focus reporting, bracketed paste, autowrap and cursor on, the kitty keyboard
+/// flags popped, cursor style default, and the alternate screen left.
+const DETACH_RESET: &[u8] = b"\x1b[0m\x1b[r\x1b[?1l\x1b>\x1b[?1000l\x1b[?1002l\x1b[?1003l\
+\x1b[?1004l\x1b[?1005l\x1b[?1006l\x1b[?2004l\x1b[?7h\x1b[?25h\x1b[<99u\x1b[0 q\x1b[?1049l";
+
 /// Restores the terminal's settings when dropped, however attach ends.
 struct RawMode {
     saved: Termios,
@@ -227,6 +233,12 @@ pub fn run(
         let _ = w.shutdown(std::net::Shutdown::Both);
     }
     let _ = output.join();
+    // The repaint and the program may have switched modes on this terminal (alternate
+    // screen, mouse reporting, bracketed paste, kitty keyboard flags, a scroll region):
+    // hand it back in its defaults, so the shell it returns to reads keys as before.
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(DETACH_RESET);
+    let _ = out.flush();
     Ok(outcome)
 }
 

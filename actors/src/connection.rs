@@ -596,7 +596,7 @@ async fn route(call: Call, caller: &str, ctx: &DaemonContext) -> Result<Value, E
                 |r| SessionMsg::Read(p.clone(), r),
                 ACTOR_CALL_TIMEOUT,
             )
-            .await?;
+            .await??;
             Ok(match answer {
                 ReadAnswer::Snapshot(s) => json!(s),
                 ReadAnswer::Dump(text) => json!({ "text": text }),

@@ -946,4 +946,61 @@ mod tests {
         s.advance(b"\x1b]133;A\x07$ \x1b]133;B\x07");
         assert!(s.flags().input_marks);
     }
+
+    #[test]
+    fn queries_are_found_with_their_byte_ranges() {
+        let mut s = LightScreen::new(24);
+        s.advance(b"ab\x1b[6n\x1b[?1049h\x1b[2;9r\x1b[?6h\x1b[6n\x1b[>1u\x1b[?u");
+        let (found, cuts) = s.take_found();
+        let kinds: Vec<_> = found
+            .iter()
+            .map(|f| (f.start, f.end, f.query.clone()))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                (
+                    2,
+                    6,
+                    Query::CursorPosition {
+                        private: false,
+                        origin_top: None
+                    }
+                ),
+                (
+                    25,
+                    29,
+                    Query::CursorPosition {
+                        private: false,
+                        origin_top: Some(1)
+                    }
+                ),
+                (34, 38, Query::Keyboard(1)),
+            ]
+        );
+        assert!(cuts.is_empty());
+        assert_eq!(s.flags().kitty_flags, 1);
+        // Leaving the alternate screen brings back the main screen's (empty) kitty stack.
+        s.advance(b"\x1b[?1049l");
+        assert_eq!(s.flags().kitty_flags, 0);
+        // An ST-terminated OSC query split before its `\\`: the backslash is cut too.
+        s.advance(b"\x1b]11;?\x1b");
+        let (found, _) = s.take_found();
+        assert_eq!(found.len(), 1);
+        let osc_end = found[0].end;
+        s.advance(b"\\x\x1bP$qm\x1b\\\x1bP+q544E\x07");
+        let (found, cuts) = s.take_found();
+        // The OSC's backslash, and the DECRQSS's own ST backslash.
+        assert_eq!(cuts[0], (osc_end, osc_end + 1));
+        assert_eq!(cuts[1].1 - cuts[1].0, 1);
+        assert!(matches!(&found[0].query, Query::Setting { pt, .. } if pt == b"m"));
+        // A DCS is not ended by BEL: XTGETTCAP waits for its ST.
+        assert_eq!(found.len(), 1);
+        s.advance(b"\x1b\\");
+        let (found, _) = s.take_found();
+        assert_eq!(found[0].query, Query::Capabilities(vec![b"544E".to_vec()]));
+        // A full reset puts the modes back.
+        s.advance(b"\x1b[?2004h\x1bc");
+        assert!(!s.flags().bracketed_paste);
+    }
 }

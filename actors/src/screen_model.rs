@@ -1047,4 +1047,23 @@ mod tests {
         assert_eq!(m.grid().row(0).text, "main screen line");
         assert_eq!(m.grid().row(1).text, "green");
     }
+
+    /// The long variant (`scripts/long-tests.sh`): many more random runs, and 16 MiB
+    /// between the mode change and the read.
+    #[test]
+    #[ignore = "long: run by scripts/long-tests.sh"]
+    fn the_screen_equals_a_grid_fed_from_the_start_long() {
+        let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+            cases: 2000,
+            rng_seed: proptest::test_runner::RngSeed::Fixed(1717),
+            ..ProptestConfig::default()
+        });
+        runner
+            .run(&prop::collection::vec(step(), 1..120), |steps| {
+                differential(&steps)
+            })
+            .unwrap();
+        std::env::set_var("MAXX_DIFF_MIB", "16");
+        megabytes_between_a_mode_change_and_the_read_are_exact();
+    }
 }

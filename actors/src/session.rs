@@ -224,7 +224,7 @@ pub enum SessionMsg {
     /// `sessions.archive`.
     Archive(Option<String>, RpcReplyPort<Result<SessionView, ErrorBody>>),
     /// `sessions.snapshot` / `dump` / `inspect`.
-    Read(ReadParams, RpcReplyPort<ReadAnswer>),
+    Read(ReadParams, RpcReplyPort<Result<ReadAnswer, ErrorBody>>),
     /// `sessions.run`: type a sentinel-wrapped command, answer when its end marker shows.
     Run {
         /// The command.
@@ -742,7 +742,14 @@ impl SessionActor {
                 state.ack(reply, Ok(state.view.clone()));
             }
             SessionMsg::Read(params, reply) => {
-                let _ = reply.send(state.read(&params));
+                // A bug in the terminal emulator's readback must not take the session (and
+                // its program) down with the actor: the read fails, the session goes on.
+                let read =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| state.read(&params)));
+                let _ = reply.send(read.map_err(|_| {
+                    tracing::error!(session = %state.view.session_id, "a screen read panicked");
+                    ErrorBody::internal("reading the screen failed (a bug; the session runs on)")
+                }));
             }
             SessionMsg::Run {
                 command,
