@@ -768,8 +768,12 @@ impl SessionActor {
             }
             SessionMsg::ScreenMatched(ids) => state.screen_matched(ids),
             SessionMsg::SendKeys(keys, reply) => {
-                let app_cursor = state.model.flags().app_cursor;
-                let bytes = maxx_protocol::keys::encode(&keys, app_cursor);
+                let flags = state.model.flags();
+                let mode = maxx_protocol::keys::KeyMode {
+                    app_cursor: flags.app_cursor,
+                    kitty_flags: flags.kitty_flags,
+                };
+                let bytes = maxx_protocol::keys::encode(&keys, mode);
                 state.write_input(bytes, "send keys to", reply);
             }
             SessionMsg::Paste(text, reply) => {

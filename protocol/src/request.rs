@@ -533,6 +533,8 @@ impl Call {
                 struct Raw {
                     session_id: String,
                     keys: Vec<String>,
+                    #[serde(default)]
+                    literal: bool,
                 }
                 let raw: Raw = decode(params)?;
                 let total: usize = raw.keys.iter().map(String::len).sum();
@@ -541,7 +543,7 @@ impl Call {
                 }
                 Call::SendKeys {
                     session_id: parse_session_id("session_id", &raw.session_id)?,
-                    keys: crate::keys::parse_keys(&raw.keys)?,
+                    keys: crate::keys::parse_keys(&raw.keys, raw.literal)?,
                 }
             }
             "sessions.paste" => {
