@@ -116,14 +116,14 @@ impl Pty {
             .master
             .tty_name()
             .ok_or_else(|| io::Error::other("the PTY has no slave name"))?;
-        let pid = spawn_on_tty(&spec, &tty)?;
-        // The reader only sees EOF once every slave fd is closed, ours included.
-        drop(pair.slave);
         let master = pair.master;
-
         let raw = master
             .as_raw_fd()
             .ok_or_else(|| io::Error::other("PTY master has no fd"))?;
+        set_iutf8(raw)?;
+        let pid = spawn_on_tty(&spec, &tty)?;
+        // The reader only sees EOF once every slave fd is closed, ours included.
+        drop(pair.slave);
         let io_fd = dup_nonblocking(raw)?;
         let pidfd = pidfd_open(pid)?;
         let io_fd = register(io_fd)?;
@@ -264,6 +264,31 @@ impl Drop for Pty {
             }
         }
     }
+}
+
+/// Turn on `IUTF8` in the terminal's input modes before the child starts, as tmux and other
+/// terminals do: the line discipline then knows characters are UTF-8, so in cooked mode
+/// Backspace erases a whole `é` or `日`, not its last byte. On Linux the master's termios
+/// calls act on the slave.
+fn set_iutf8(master: RawFd) -> io::Result<()> {
+    // SAFETY: a zeroed termios is a valid out-parameter that tcgetattr fills.
+    let mut t: libc::termios = unsafe { std::mem::zeroed() };
+    // SAFETY: `master` is an open PTY master fd and `t` outlives both calls.
+    if unsafe { libc::tcgetattr(master, &mut t) } != 0 {
+        return Err(io::Error::other(format!(
+            "tcgetattr: {}",
+            io::Error::last_os_error()
+        )));
+    }
+    t.c_iflag |= libc::IUTF8;
+    // SAFETY: as above.
+    if unsafe { libc::tcsetattr(master, libc::TCSANOW, &t) } != 0 {
+        return Err(io::Error::other(format!(
+            "tcsetattr: {}",
+            io::Error::last_os_error()
+        )));
+    }
+    Ok(())
 }
 
 /// Start the child as a session leader whose controlling terminal is the PTY at `tty`;
@@ -766,6 +791,14 @@ mod tests {
             cols: 80,
             rows: 24,
         }
+    }
+
+    #[test]
+    fn the_terminal_starts_with_iutf8() {
+        let (master, _name) = tty();
+        set_iutf8(master.as_raw_fd().expect("an fd")).expect("termios set");
+        let t = master.get_termios().expect("termios read");
+        assert_ne!(t.input_flags.bits() & libc::IUTF8, 0);
     }
 
     #[test]
