@@ -454,7 +454,7 @@ pub struct DumpArgs {
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// Whole budget (default 10m, at most 1h).
+    /// Whole budget (default 10m, at most 1h; 0 means no limit).
     #[arg(long, value_parser = duration)]
     pub timeout: Option<Duration>,
     /// Session id.

@@ -751,7 +751,12 @@ fn sessions_request(verb: SessionsVerb) -> Result<(&'static str, Value, Duration
                 .timeout
                 .unwrap_or(maxx_protocol::limits::RUN_DEFAULT_TIMEOUT);
             p.insert("timeout".into(), json!(t.as_secs_f64()));
-            timeout = t + Duration::from_secs(15);
+            // `--timeout 0` is no limit: wait for the answer as long as the run takes.
+            timeout = if t.is_zero() {
+                Duration::MAX
+            } else {
+                t + Duration::from_secs(15)
+            };
             "sessions.run"
         }
         SessionsVerb::SendKeys(a) => {

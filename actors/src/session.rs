@@ -229,8 +229,8 @@ pub enum SessionMsg {
     Run {
         /// The command.
         command: String,
-        /// Budget.
-        timeout: Duration,
+        /// Budget; `None` = no limit.
+        timeout: Option<Duration>,
         /// When the budget started (the request's arrival).
         started: std::time::Instant,
         /// Answer.
@@ -1845,18 +1845,20 @@ impl SessionState {
         &mut self,
         myself: &ActorRef<SessionMsg>,
         command: String,
-        timeout: Duration,
+        timeout: Option<Duration>,
         started: std::time::Instant,
         reply: RpcReplyPort<Result<RunResult, ErrorBody>>,
     ) {
-        let Some(remaining) = timeout.checked_sub(started.elapsed()) else {
+        let remaining = timeout.map(|t| t.checked_sub(started.elapsed()));
+        if let Some(None) = remaining {
             // Input is never started once the budget is spent.
             let _ = reply.send(Err(ErrorBody::new(
                 ErrorCode::Timeout,
                 "run's budget was spent before its input could start",
-            )));
+            )
+            .with_remedy("raise --timeout (0 means no limit)")));
             return;
-        };
+        }
         let pty = match self.require_running("run a command in") {
             Ok(pty) => pty,
             Err(e) => {
@@ -1864,6 +1866,31 @@ impl SessionState {
                 return;
             }
         };
+        // The wrapper is shell syntax: typed into anything but the session's own program
+        // it would edit a file, answer a prompt or feed a REPL. The kernel says who holds
+        // the terminal.
+        if !pty.foreground_is_own() {
+            let child = pty.pid();
+            let holder = match pty.foreground_pgrp() {
+                Some(pgrp) => format!(
+                    "process group {pgrp} ({:?})",
+                    proc_cmdline(pgrp).unwrap_or_default()
+                ),
+                None => "no process group".to_string(),
+            };
+            let _ = reply.send(Err(ErrorBody::new(
+                ErrorCode::ForegroundBusy,
+                format!(
+                    "run needs the session's own program (pid {child}, a POSIX shell at its \
+                     prompt) in the foreground, but {holder} holds the terminal; nothing was typed"
+                ),
+            )
+            .with_remedy(
+                "wait for the foreground program to finish (e.g. `maxx sessions wait --until`), \
+                 or drive it with `maxx sessions send-keys`",
+            )));
+            return;
+        }
         let mut nonce = [0u8; 6];
         let _ = getrandom::fill(&mut nonce);
         let tag: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
@@ -1896,7 +1923,9 @@ impl SessionState {
             started,
             reply,
         });
-        myself.send_after(remaining, move || SessionMsg::RunExpired(id));
+        if let Some(Some(remaining)) = remaining {
+            myself.send_after(remaining, move || SessionMsg::RunExpired(id));
+        }
     }
 
     /// Cut the output between a run's markers out of the retained screen.
