@@ -384,4 +384,13 @@ fn run_refuses_to_type_into_a_waiting_read_and_timeout_zero_means_no_limit() {
     assert_eq!(out.status.code(), Some(3), "{out:?}");
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["result"]["output"], "unlimited");
+    // A run with no limit still ends when the program does (the shell killed mid-run: its
+    // end marker can never appear).
+    let r = d.call_as(
+        READER,
+        "sessions.run",
+        json!({"session_id": id, "command": "kill -9 $$", "timeout": 0}),
+    );
+    assert_eq!(r["error"]["code"], "already_ended", "{r}");
+    assert!(r["error"]["remedy"].is_string(), "{r}");
 }

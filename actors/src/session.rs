@@ -1263,6 +1263,7 @@ impl SessionState {
             // Closing their queues ends every attachment.
             self.attachers.clear();
             self.attachers_changed();
+            self.end_runs();
         }
         self.broadcast(WatchLine::Lifecycle(Box::new(self.view.clone())));
         if self.view.lifecycle.has_ended() {
@@ -1913,6 +1914,8 @@ impl SessionState {
         }
         // Track the screen from now on.
         let _ = self.grid();
+        // A run whose caller left (say one with no limit) stops being watched.
+        self.runs.retain(|r| !r.reply.is_closed());
         self.next_id += 1;
         let id = self.next_id;
         self.runs.push(RunWaiter {
@@ -1925,6 +1928,27 @@ impl SessionState {
         });
         if let Some(Some(remaining)) = remaining {
             myself.send_after(remaining, move || SessionMsg::RunExpired(id));
+        }
+    }
+
+    /// The program ended: a pending `run` answers now (with its result if its end marker
+    /// is on the screen) instead of waiting for a marker that cannot come — a run with no
+    /// limit would wait forever.
+    fn end_runs(&mut self) {
+        for run in std::mem::take(&mut self.runs) {
+            let shown = self
+                .recent_lines(Some(usize::MAX))
+                .iter()
+                .any(|l| run.end.is_match(l));
+            let answer = if shown {
+                Ok(self.finish_run(&run))
+            } else {
+                Err(ErrorBody::ended(
+                    &self.view.session_id,
+                    "its program ended before the run's end marker appeared",
+                ))
+            };
+            let _ = run.reply.send(answer);
         }
     }
 
