@@ -68,7 +68,7 @@ fn resize_frame(cols: u16, rows: u16) -> Vec<u8> {
 /// Parse `--detach-key` (a key name or chord that encodes to one byte, e.g. `C-\`, `C-a`).
 pub fn parse_detach_key(text: &str) -> Result<u8, String> {
     let token = maxx_protocol::keys::parse_token(text).map_err(|e| e.message)?;
-    match maxx_protocol::keys::encode(&[token], false).as_slice() {
+    match maxx_protocol::keys::encode(&[token], Default::default()).as_slice() {
         [b] => Ok(*b),
         _ => Err(format!(
             "--detach-key {text:?} must be a single-byte key like C-\\ or C-a"

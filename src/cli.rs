@@ -392,14 +392,18 @@ maxx sessions snapshot ID --scrollback   # all retained history"
     Dump(DumpArgs),
     /// Print grid size, history, terminal modes and the foreground process (needs output:read).
     Inspect(IdArg),
-    /// Run a shell command at the session's prompt; print {command, exit_code, output} and
-    /// exit with its code (125 if maxx gives up).
+    /// Run a shell command at the session's prompt (a POSIX shell must be in the foreground,
+    /// else `foreground_busy`); print {command, exit_code, output} and exit with its code
+    /// (125 if maxx gives up).
     #[command(after_help = "Example:\n  maxx sessions run ID --timeout 2m 'cargo test'")]
     Run(RunArgs),
-    /// Press keys: names (Enter, Escape, Tab, BSpace, Up, Home, PageUp, F1..F12), chords
-    /// (C-c, M-x), or literal text; encoded for the terminal's current mode.
+    /// Press keys: names (Enter, Escape, Tab, BTab, BSpace, Up, Home, PageUp, F1..F12), chords
+    /// (C-c, M-x, S-Tab, C-S-Up, ctrl+f5), or literal text; encoded for the terminal's current
+    /// mode (xterm, or the kitty keyboard protocol once the program enabled it). A word shaped
+    /// like a chord that is not one is refused before anything is sent.
     #[command(
-        after_help = "Examples:\n  maxx sessions send-keys ID 'ls -la' Enter\n  maxx sessions send-keys ID C-c"
+        after_help = "Examples:\n  maxx sessions send-keys ID 'ls -la' Enter\n  maxx sessions send-keys ID C-c\n  \
+maxx sessions send-keys ID S-Tab C-Up\n  maxx sessions send-keys --literal ID 'S-Up is typed as text'"
     )]
     SendKeys(SendKeysArgs),
     /// Paste text as one block (bracketed when the program enabled it). `-` reads stdin.
@@ -450,7 +454,7 @@ pub struct DumpArgs {
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// Whole budget (default 10m, at most 1h).
+    /// Whole budget (default 10m, at most 1h; 0 means no limit).
     #[arg(long, value_parser = duration)]
     pub timeout: Option<Duration>,
     /// Session id.
@@ -461,6 +465,9 @@ pub struct RunArgs {
 
 #[derive(Args, Debug)]
 pub struct SendKeysArgs {
+    /// Send every word as text: no key names, no chords.
+    #[arg(long, short = 'l')]
+    pub literal: bool,
     /// Session id.
     pub session_id: String,
     /// Keys and text, in order.

@@ -102,6 +102,14 @@ fn run(cli: Cli) -> i32 {
         Command::Daemon(d) => daemon(&target, d),
         Command::Sessions(s) => {
             let verb = s.verb.unwrap_or(SessionsVerb::List(ListArgs::default()));
+            if let SessionsVerb::SendKeys(a) = &verb {
+                // Refuse an unknown key or a bad chord before anything is sent, with its own
+                // remedy.
+                if let Err(e) = maxx_protocol::keys::parse_keys(&a.keys, a.literal) {
+                    print_error(&e);
+                    return 2;
+                }
+            }
             let built = sessions_request(verb);
             dispatch(&target, &cli.caller, cli.confirm, built)
         }
@@ -743,14 +751,20 @@ fn sessions_request(verb: SessionsVerb) -> Result<(&'static str, Value, Duration
                 .timeout
                 .unwrap_or(maxx_protocol::limits::RUN_DEFAULT_TIMEOUT);
             p.insert("timeout".into(), json!(t.as_secs_f64()));
-            timeout = t + Duration::from_secs(15);
+            // `--timeout 0` is no limit: wait for the answer as long as the run takes.
+            timeout = if t.is_zero() {
+                Duration::MAX
+            } else {
+                t + Duration::from_secs(15)
+            };
             "sessions.run"
         }
         SessionsVerb::SendKeys(a) => {
-            // Refuse an unknown key before anything is sent.
-            maxx_protocol::keys::parse_keys(&a.keys).map_err(|e| e.message)?;
             p.insert("session_id".into(), json!(a.session_id));
             p.insert("keys".into(), json!(a.keys));
+            if a.literal {
+                p.insert("literal".into(), json!(true));
+            }
             "sessions.send-keys"
         }
         SessionsVerb::Paste(a) => {

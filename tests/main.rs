@@ -4,6 +4,7 @@
 mod common;
 mod declarations;
 mod human;
+mod keys;
 mod lifecycle;
 mod policy;
 mod reliability;

@@ -614,7 +614,8 @@ async fn route(call: Call, caller: &str, ctx: &DaemonContext) -> Result<Value, E
                     started,
                     reply,
                 },
-                p.timeout + ACTOR_CALL_TIMEOUT,
+                // No limit: the call waits as long as the run does.
+                p.timeout.map_or(Duration::MAX, |t| t + ACTOR_CALL_TIMEOUT),
             )
             .await??;
             Ok(json!(result))

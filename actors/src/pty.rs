@@ -88,6 +88,9 @@ pub struct Pty {
     queued: Arc<std::sync::atomic::AtomicUsize>,
     master: Box<dyn MasterPty + Send>,
     pid: u32,
+    /// The child is `/bin/sh -c COMMAND`, which dash forks rather than execs: the command's
+    /// own process (say the interactive shell it started) is the child's child.
+    wrapped: bool,
     reaped: bool,
 }
 
@@ -116,14 +119,15 @@ impl Pty {
             .master
             .tty_name()
             .ok_or_else(|| io::Error::other("the PTY has no slave name"))?;
-        let pid = spawn_on_tty(&spec, &tty)?;
-        // The reader only sees EOF once every slave fd is closed, ours included.
-        drop(pair.slave);
         let master = pair.master;
-
         let raw = master
             .as_raw_fd()
             .ok_or_else(|| io::Error::other("PTY master has no fd"))?;
+        set_iutf8(raw)?;
+        let pid = spawn_on_tty(&spec, &tty)?;
+        let wrapped = spec.command.is_some();
+        // The reader only sees EOF once every slave fd is closed, ours included.
+        drop(pair.slave);
         let io_fd = dup_nonblocking(raw)?;
         let pidfd = pidfd_open(pid)?;
         let io_fd = register(io_fd)?;
@@ -161,6 +165,7 @@ impl Pty {
             queued,
             master,
             pid,
+            wrapped,
             reaped: false,
         })
     }
@@ -239,6 +244,20 @@ impl Pty {
         self.master.process_group_leader()
     }
 
+    /// Whether the terminal's foreground process group is the session's own program (kernel
+    /// facts only): the child's group (the child is a session leader, so pid = pgid), or,
+    /// when the child is the `/bin/sh -c` wrapper of a command, a group led by one of the
+    /// wrapper's own children (the shell the command started, with job control). A program
+    /// that shell started leads a group whose parent is that shell: not ours.
+    pub fn foreground_is_own(&self) -> bool {
+        let child = self.pid as i32;
+        match self.foreground_pgrp() {
+            Some(pgrp) if pgrp == child => true,
+            Some(pgrp) if self.wrapped => parent_pid(pgrp) == Some(child),
+            _ => false,
+        }
+    }
+
     /// Signal the terminal's foreground process group (falling back to the child's own).
     pub fn signal_foreground(&self, sig: Signal) -> io::Result<()> {
         let pgrp = self
@@ -283,6 +302,39 @@ impl Drop for Pty {
             }
         }
     }
+}
+
+/// The parent of `pid`, from `/proc/<pid>/stat` (field 4, after the command name, which may
+/// hold spaces and parentheses).
+fn parent_pid(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    after_name.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Turn on `IUTF8` in the terminal's input modes before the child starts, as tmux and other
+/// terminals do: the line discipline then knows characters are UTF-8, so in cooked mode
+/// Backspace erases a whole `é` or `日`, not its last byte. On Linux the master's termios
+/// calls act on the slave.
+fn set_iutf8(master: RawFd) -> io::Result<()> {
+    // SAFETY: a zeroed termios is a valid out-parameter that tcgetattr fills.
+    let mut t: libc::termios = unsafe { std::mem::zeroed() };
+    // SAFETY: `master` is an open PTY master fd and `t` outlives both calls.
+    if unsafe { libc::tcgetattr(master, &mut t) } != 0 {
+        return Err(io::Error::other(format!(
+            "tcgetattr: {}",
+            io::Error::last_os_error()
+        )));
+    }
+    t.c_iflag |= libc::IUTF8;
+    // SAFETY: as above.
+    if unsafe { libc::tcsetattr(master, libc::TCSANOW, &t) } != 0 {
+        return Err(io::Error::other(format!(
+            "tcsetattr: {}",
+            io::Error::last_os_error()
+        )));
+    }
+    Ok(())
 }
 
 /// Start the child as a session leader whose controlling terminal is the PTY at `tty`;
@@ -778,6 +830,23 @@ mod tests {
             cols: 80,
             rows: 24,
         }
+    }
+
+    #[test]
+    fn parent_pid_reads_the_kernel() {
+        assert_eq!(
+            parent_pid(std::process::id() as i32),
+            Some(nix::unistd::getppid().as_raw())
+        );
+        assert_eq!(parent_pid(-1), None);
+    }
+
+    #[test]
+    fn the_terminal_starts_with_iutf8() {
+        let (master, _name) = tty();
+        set_iutf8(master.as_raw_fd().expect("an fd")).expect("termios set");
+        let t = master.get_termios().expect("termios read");
+        assert_ne!(t.input_flags.bits() & libc::IUTF8, 0);
     }
 
     #[test]

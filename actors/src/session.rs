@@ -229,8 +229,8 @@ pub enum SessionMsg {
     Run {
         /// The command.
         command: String,
-        /// Budget.
-        timeout: Duration,
+        /// Budget; `None` = no limit.
+        timeout: Option<Duration>,
         /// When the budget started (the request's arrival).
         started: std::time::Instant,
         /// Answer.
@@ -772,8 +772,12 @@ impl SessionActor {
             }
             SessionMsg::ScreenMatched(ids) => state.screen_matched(ids),
             SessionMsg::SendKeys(keys, reply) => {
-                let app_cursor = state.model.flags().app_cursor;
-                let bytes = maxx_protocol::keys::encode(&keys, app_cursor);
+                let flags = state.model.flags();
+                let mode = maxx_protocol::keys::KeyMode {
+                    app_cursor: flags.app_cursor,
+                    kitty_flags: flags.kitty_flags,
+                };
+                let bytes = maxx_protocol::keys::encode(&keys, mode);
                 state.write_input(bytes, "send keys to", reply);
             }
             SessionMsg::Paste(text, reply) => {
@@ -1266,6 +1270,7 @@ impl SessionState {
             // Closing their queues ends every attachment.
             self.attachers.clear();
             self.attachers_changed();
+            self.end_runs();
         }
         self.broadcast(WatchLine::Lifecycle(Box::new(self.view.clone())));
         if self.view.lifecycle.has_ended() {
@@ -1847,18 +1852,20 @@ impl SessionState {
         &mut self,
         myself: &ActorRef<SessionMsg>,
         command: String,
-        timeout: Duration,
+        timeout: Option<Duration>,
         started: std::time::Instant,
         reply: RpcReplyPort<Result<RunResult, ErrorBody>>,
     ) {
-        let Some(remaining) = timeout.checked_sub(started.elapsed()) else {
+        let remaining = timeout.map(|t| t.checked_sub(started.elapsed()));
+        if let Some(None) = remaining {
             // Input is never started once the budget is spent.
             let _ = reply.send(Err(ErrorBody::new(
                 ErrorCode::Timeout,
                 "run's budget was spent before its input could start",
-            )));
+            )
+            .with_remedy("raise --timeout (0 means no limit)")));
             return;
-        };
+        }
         let pty = match self.require_running("run a command in") {
             Ok(pty) => pty,
             Err(e) => {
@@ -1866,6 +1873,31 @@ impl SessionState {
                 return;
             }
         };
+        // The wrapper is shell syntax: typed into anything but the session's own program
+        // it would edit a file, answer a prompt or feed a REPL. The kernel says who holds
+        // the terminal.
+        if !pty.foreground_is_own() {
+            let child = pty.pid();
+            let holder = match pty.foreground_pgrp() {
+                Some(pgrp) => format!(
+                    "process group {pgrp} ({:?})",
+                    proc_cmdline(pgrp).unwrap_or_default()
+                ),
+                None => "no process group".to_string(),
+            };
+            let _ = reply.send(Err(ErrorBody::new(
+                ErrorCode::ForegroundBusy,
+                format!(
+                    "run needs the session's own program (pid {child}, a POSIX shell at its \
+                     prompt) in the foreground, but {holder} holds the terminal; nothing was typed"
+                ),
+            )
+            .with_remedy(
+                "wait for the foreground program to finish (e.g. `maxx sessions wait --until`), \
+                 or drive it with `maxx sessions send-keys`",
+            )));
+            return;
+        }
         let mut nonce = [0u8; 6];
         let _ = getrandom::fill(&mut nonce);
         let tag: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
@@ -1888,6 +1920,8 @@ impl SessionState {
         }
         // Track the screen from now on.
         let _ = self.grid();
+        // A run whose caller left (say one with no limit) stops being watched.
+        self.runs.retain(|r| !r.reply.is_closed());
         self.next_id += 1;
         let id = self.next_id;
         self.runs.push(RunWaiter {
@@ -1898,7 +1932,30 @@ impl SessionState {
             started,
             reply,
         });
-        myself.send_after(remaining, move || SessionMsg::RunExpired(id));
+        if let Some(Some(remaining)) = remaining {
+            myself.send_after(remaining, move || SessionMsg::RunExpired(id));
+        }
+    }
+
+    /// The program ended: a pending `run` answers now (with its result if its end marker
+    /// is on the screen) instead of waiting for a marker that cannot come — a run with no
+    /// limit would wait forever.
+    fn end_runs(&mut self) {
+        for run in std::mem::take(&mut self.runs) {
+            let shown = self
+                .recent_lines(Some(usize::MAX))
+                .iter()
+                .any(|l| run.end.is_match(l));
+            let answer = if shown {
+                Ok(self.finish_run(&run))
+            } else {
+                Err(ErrorBody::ended(
+                    &self.view.session_id,
+                    "its program ended before the run's end marker appeared",
+                ))
+            };
+            let _ = run.reply.send(answer);
+        }
     }
 
     /// Cut the output between a run's markers out of the retained screen.

@@ -36,6 +36,10 @@ pub enum ErrorCode {
     /// failing (nothing changed); a request already in flight when a write failed may have
     /// been applied in memory (see `docs/persistence.md`).
     PersistenceFailed,
+    /// `foreground_busy`: `sessions.run` was refused because another program than the
+    /// session's own (a shell at its prompt) holds the terminal's foreground; nothing was
+    /// typed (CLI exit 1).
+    ForegroundBusy,
 }
 
 impl ErrorCode {
@@ -55,6 +59,7 @@ impl ErrorCode {
             ErrorCode::NoDaemon => "no_daemon",
             ErrorCode::Timeout => "timeout",
             ErrorCode::PersistenceFailed => "persistence_failed",
+            ErrorCode::ForegroundBusy => "foreground_busy",
         }
     }
 }

@@ -352,8 +352,9 @@ pub struct RunParams {
     pub session_id: String,
     /// A POSIX shell command, run in a subshell at the session's prompt.
     pub command: String,
-    /// The whole budget (default 600 s, at most 1 h).
-    pub timeout: Duration,
+    /// The whole budget (default 600 s, at most 1 h); `None` = no limit (`timeout: 0`, as
+    /// the phux seed's `--timeout 0`).
+    pub timeout: Option<Duration>,
 }
 
 impl Call {
@@ -524,7 +525,11 @@ impl Call {
                 Call::Run(RunParams {
                     session_id: parse_session_id("session_id", &raw.session_id)?,
                     command: raw.command,
-                    timeout: decode_timeout(raw.timeout.as_ref())?.unwrap_or(RUN_DEFAULT_TIMEOUT),
+                    timeout: match decode_timeout(raw.timeout.as_ref())? {
+                        None => Some(RUN_DEFAULT_TIMEOUT),
+                        Some(t) if t.is_zero() => None,
+                        Some(t) => Some(t),
+                    },
                 })
             }
             "sessions.send-keys" => {
@@ -533,6 +538,8 @@ impl Call {
                 struct Raw {
                     session_id: String,
                     keys: Vec<String>,
+                    #[serde(default)]
+                    literal: bool,
                 }
                 let raw: Raw = decode(params)?;
                 let total: usize = raw.keys.iter().map(String::len).sum();
@@ -541,7 +548,7 @@ impl Call {
                 }
                 Call::SendKeys {
                     session_id: parse_session_id("session_id", &raw.session_id)?,
-                    keys: crate::keys::parse_keys(&raw.keys)?,
+                    keys: crate::keys::parse_keys(&raw.keys, raw.literal)?,
                 }
             }
             "sessions.paste" => {
@@ -2116,6 +2123,53 @@ mod tests {
         assert!(w(json!("1h")).is_ok());
         assert!(w(json!("61m")).is_err());
         assert!(w(json!("soon")).is_err());
+    }
+
+    #[test]
+    fn run_timeout_zero_is_no_limit_and_other_bounds_hold() {
+        let id = "2B0E0000-0000-4000-8000-000000000000";
+        let run = |t: Option<Value>| {
+            let mut p = json!({"session_id": id, "command": "true"});
+            if let Some(t) = t {
+                p["timeout"] = t;
+            }
+            match Call::decode("sessions.run", Some(p)) {
+                Ok(Call::Run(r)) => Ok(r.timeout),
+                Ok(other) => panic!("decoded as {other:?}"),
+                Err(e) => Err(e.code),
+            }
+        };
+        assert_eq!(run(None), Ok(Some(RUN_DEFAULT_TIMEOUT)));
+        assert_eq!(run(Some(json!(0))), Ok(None));
+        assert_eq!(run(Some(json!("0s"))), Ok(None));
+        assert_eq!(run(Some(json!(2))), Ok(Some(Duration::from_secs(2))));
+        assert_eq!(run(Some(json!("61m"))), Err(ErrorCode::InvalidRequest));
+        assert_eq!(run(Some(json!(-1))), Err(ErrorCode::InvalidRequest));
+        // A wait's 0 still means "check once, now".
+        let wait = Call::decode(
+            "sessions.wait",
+            Some(json!({"session_id": id, "lifecycle": "exited", "timeout": 0})),
+        );
+        assert!(
+            matches!(wait, Ok(Call::Wait(ref w)) if w.timeout.is_zero()),
+            "{wait:?}"
+        );
+    }
+
+    #[test]
+    fn send_keys_literal_and_chords() {
+        let id = "2B0E0000-0000-4000-8000-000000000000";
+        let keys = |p: Value| match Call::decode("sessions.send-keys", Some(p)) {
+            Ok(Call::SendKeys { keys, .. }) => Ok(keys),
+            Ok(other) => panic!("decoded as {other:?}"),
+            Err(e) => Err(e),
+        };
+        let e = keys(json!({"session_id": id, "keys": ["ls", "S-Upp"]})).unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidRequest);
+        assert!(e.remedy.is_some());
+        let k = keys(json!({"session_id": id, "keys": ["S-Upp"], "literal": true})).unwrap();
+        assert_eq!(k, vec![crate::keys::KeyToken::Literal("S-Upp".into())]);
+        assert!(keys(json!({"session_id": id, "keys": ["S-Tab"], "literal": "yes"})).is_err());
     }
 
     #[test]
