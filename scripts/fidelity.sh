@@ -37,6 +37,9 @@ done
 
 SCENARIOS="plain sgr tabs wide scroll_region resize_scroll_region alt_screen_flood wrap_resize_narrower vim vim_resize_unread less cursor_save_restore insert_delete"
 if [ "$list" = 1 ]; then echo "$SCENARIOS" | tr ' ' '\n'; exit 0; fi
+for o in ${only//,/ }; do
+  case " $SCENARIOS " in *" $o "*) ;; *) echo "fidelity.sh: unknown scenario $o (see --list)" >&2; exit 2 ;; esac
+done
 if [ -z "$bin" ]; then
   if [ -x "$root/target/release/maxx" ]; then bin=$root/target/release/maxx; else bin=$root/target/debug/maxx; fi
 fi
