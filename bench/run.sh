@@ -3,7 +3,7 @@
 #
 #   bench/run.sh                 full run (~5 min on 2 cores), writes bench/results/latest.json
 #   bench/run.sh --quick         smaller sizes, 1-2 runs each (~1-2 min)
-#   bench/run.sh --only spawn,group [--runs N]
+#   bench/run.sh --only spawn,group [--runs N]   (scenarios: spawn throughput scale group durable fanout queries)
 #
 # MAXX_BIN=/path/to/maxx skips building maxx. MAXX_BENCH_PERF=<dir> records a perf profile
 # of every daemon the harness starts (see bench/README.md).

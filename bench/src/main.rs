@@ -1,6 +1,6 @@
 //! maxx-bench: maxx vs tmux (vs a bare PTY) on this machine, in one run.
 //!
-//! Usage: bench/run.sh [--quick] [--only spawn,throughput,scale,group,durable,fanout]
+//! Usage: bench/run.sh [--quick] [--only spawn,throughput,scale,group,durable,fanout,queries]
 //!        maxx-bench --maxx PATH [--quick] [--only LIST] [--runs N] [--out FILE]
 //!
 //! Prints a table (each figure: min / median / max over runs; ratios computed within a
@@ -12,6 +12,7 @@ mod durable;
 mod fanout;
 mod group;
 mod maxx;
+mod queries;
 mod scale;
 mod spawn;
 mod throughput;
@@ -37,6 +38,8 @@ pub struct Row {
     pub metric: String,
     pub unit: &'static str,
     pub maxx: Option<Summary>,
+    /// Shown (and written) instead of a maxx figure that does not exist, e.g. "no answer".
+    pub maxx_missing: Option<&'static str>,
     pub tmux: Option<Summary>,
     pub bare: Option<Summary>,
     pub ratio: Option<(&'static str, Summary)>,
@@ -52,6 +55,7 @@ impl Row {
             metric: metric.to_string(),
             unit,
             maxx: None,
+            maxx_missing: None,
             tmux: None,
             bare: None,
             ratio: None,
@@ -62,6 +66,10 @@ impl Row {
     }
     pub fn maxx(mut self, s: Option<Summary>) -> Row {
         self.maxx = s;
+        self
+    }
+    pub fn maxx_missing(mut self, why: &'static str) -> Row {
+        self.maxx_missing = Some(why);
         self
     }
     pub fn tmux(mut self, s: Option<Summary>) -> Row {
@@ -92,6 +100,7 @@ impl Row {
             "metric": self.metric,
             "unit": self.unit,
             "maxx": self.maxx.map(|s| s.json()),
+            "maxx_missing": self.maxx_missing,
             "tmux": self.tmux.map(|s| s.json()),
             "bare": self.bare.map(|s| s.json()),
             "ratio": self.ratio.map(|(l, s)| json!({"of": l, "value": s.json()})),
@@ -129,7 +138,10 @@ fn print_table(rows: &[Row]) {
             [
                 r.metric.clone(),
                 r.unit.to_string(),
-                mmm(&r.maxx),
+                r.maxx_missing
+                    .filter(|_| r.maxx.is_none())
+                    .map(String::from)
+                    .unwrap_or_else(|| mmm(&r.maxx)),
                 mmm(&r.tmux),
                 mmm(&r.bare),
                 r.ratio
@@ -185,13 +197,15 @@ fn print_targets(rows: &[Row]) {
             .ratio
             .map(|(l, s)| format!(" ({} {l})", fmt(s.med)))
             .unwrap_or_default();
+        let maxx = match r.maxx_missing.filter(|_| r.maxx.is_none()) {
+            Some(why) => why.to_string(),
+            None => format!("{}{} {}", med(&r.maxx), ratio, r.unit),
+        };
         println!(
-            "| {} | {} | {}{} {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} |",
             r.metric,
             r.target.unwrap_or(""),
-            med(&r.maxx),
-            ratio,
-            r.unit,
+            maxx,
             med(&r.tmux),
             med(&r.bare),
             verdict(r)
@@ -199,7 +213,15 @@ fn print_targets(rows: &[Row]) {
     }
 }
 
-const ALL: [&str; 6] = ["spawn", "throughput", "scale", "group", "durable", "fanout"];
+const ALL: [&str; 7] = [
+    "spawn",
+    "throughput",
+    "scale",
+    "group",
+    "durable",
+    "fanout",
+    "queries",
+];
 
 fn usage() -> ! {
     eprintln!(
@@ -213,6 +235,9 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("child-fifo") && args.len() == 5 {
         group::child_fifo(&args[2], &args[3], &args[4]);
+    }
+    if args.get(1).map(String::as_str) == Some("child-query") && args.len() == 4 {
+        queries::child_query(&args[2], &args[3]);
     }
     if args.get(1).map(String::as_str) == Some("diag-spawn") {
         let iters = args.get(2).and_then(|n| n.parse().ok()).unwrap_or(100);
@@ -304,6 +329,7 @@ fn main() {
             "group" => group::run(&cfg),
             "durable" => durable::run(&cfg),
             "fanout" => fanout::run(&cfg),
+            "queries" => queries::run(&cfg),
             _ => unreachable!(),
         };
         match res {
