@@ -371,6 +371,11 @@ impl Grid {
 
     /// How many history rows may have scrolled off since the last call (an upper bound:
     /// one per newline plus one per `cols` bytes), and start counting afresh.
+    /// Bytes parsed since the pending-pattern matcher last looked.
+    pub fn unscanned_bytes(&self) -> usize {
+        self.unscanned_bytes
+    }
+
     pub fn take_unscanned(&mut self) -> usize {
         let back = self.unscanned_newlines + self.unscanned_bytes / self.term.columns().max(1) + 1;
         self.unscanned_newlines = 0;
@@ -501,11 +506,23 @@ impl Grid {
     /// A row: `line` 0.. is the viewport, negative lines are history (-1 = newest).
     pub fn row(&self, line: i32) -> Row {
         let row = &self.term.grid()[Line(line)];
-        let cols = self.term.columns();
-        let mut text = String::with_capacity(cols);
+        let cells: &[Cell] = &row[..];
+        // Only the cells up to the last one that holds anything: most rows are far shorter
+        // than the screen, and the blanks after them would only be trimmed.
+        let used = cells
+            .iter()
+            .rposition(|cell| cell.c != ' ' || cell.extra.is_some())
+            .map_or(0, |c| c + 1);
+        let mut text = String::with_capacity(used);
         let mut input = false;
-        for col in 0..cols {
-            let cell = &row[Column(col)];
+        for cell in &cells[..used] {
+            if cell.extra.is_none() && cell.c.is_ascii() {
+                // The common cell: one ASCII byte, no semantic, no combining marks; a tab
+                // stays in the cell it started from (for copying), but on screen, and so
+                // in the text, it is the blanks it moved over.
+                text.push(if cell.c == '\t' { ' ' } else { cell.c });
+                continue;
+            }
             if cell
                 .flags
                 .intersects(Flags::WIDE_CHAR_SPACER | Flags::LEADING_WIDE_CHAR_SPACER)
@@ -513,14 +530,14 @@ impl Grid {
                 continue;
             }
             input = input || semantic(cell) == Some(Semantic::Input);
-            // A tab stays in the cell it started from (for copying); on screen, and so in
-            // the text, it is the blanks it moved over.
             text.push(if cell.c == '\t' { ' ' } else { cell.c });
             if let Some(extra) = cell.zerowidth() {
                 text.extend(extra);
             }
         }
-        let wrapped = row[Column(cols - 1)].flags.contains(Flags::WRAPLINE);
+        let wrapped = cells
+            .last()
+            .is_some_and(|c| c.flags.contains(Flags::WRAPLINE));
         let trimmed = text.trim_end_matches(' ').len();
         text.truncate(trimmed);
         Row {
