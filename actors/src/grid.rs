@@ -515,18 +515,16 @@ impl Grid {
             .map_or(0, |c| c + 1);
         let mut text = String::with_capacity(used);
         let mut input = false;
+        const SPACERS: Flags = Flags::WIDE_CHAR_SPACER.union(Flags::LEADING_WIDE_CHAR_SPACER);
         for cell in &cells[..used] {
-            if cell.extra.is_none() && cell.c.is_ascii() {
+            if cell.extra.is_none() && cell.c.is_ascii() && !cell.flags.intersects(SPACERS) {
                 // The common cell: one ASCII byte, no semantic, no combining marks; a tab
                 // stays in the cell it started from (for copying), but on screen, and so
                 // in the text, it is the blanks it moved over.
                 text.push(if cell.c == '\t' { ' ' } else { cell.c });
                 continue;
             }
-            if cell
-                .flags
-                .intersects(Flags::WIDE_CHAR_SPACER | Flags::LEADING_WIDE_CHAR_SPACER)
-            {
+            if cell.flags.intersects(SPACERS) {
                 continue;
             }
             input = input || semantic(cell) == Some(Semantic::Input);
@@ -806,6 +804,12 @@ mod tests {
         r.consume_to(5 + RAW_RING_BYTES as u64);
         assert!(r.is_empty());
         assert_eq!(r.total(), 5 + RAW_RING_BYTES as u64);
+    }
+
+    #[test]
+    fn wide_characters_read_once() {
+        let g = Grid::materialise(20, 2, 10, "日本 x".as_bytes());
+        assert_eq!(g.row(0).text, "日本 x");
     }
 
     #[test]
