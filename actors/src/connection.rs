@@ -1109,10 +1109,11 @@ async fn attach(
                     let _ = actor.cast(SessionMsg::AttachInput(payload));
                 }
                 FRAME_RESIZE if len == 4 => {
-                    let clamp = |n: u16| n.clamp(1, maxx_protocol::limits::MAX_DIMENSION);
+                    use maxx_protocol::limits::{MAX_DIMENSION, MIN_COLS};
                     let size = maxx_protocol::screen::Size {
-                        cols: clamp(u16::from_be_bytes([payload[0], payload[1]])),
-                        rows: clamp(u16::from_be_bytes([payload[2], payload[3]])),
+                        cols: u16::from_be_bytes([payload[0], payload[1]])
+                            .clamp(MIN_COLS, MAX_DIMENSION),
+                        rows: u16::from_be_bytes([payload[2], payload[3]]).clamp(1, MAX_DIMENSION),
                     };
                     let _ = ask(&actor, |r| SessionMsg::Resize(size, r), ACTOR_CALL_TIMEOUT).await;
                 }

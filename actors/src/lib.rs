@@ -12,9 +12,11 @@
 //! │   └── SessionActor (one/session)  session.rs           PTY + child (pty.rs), record, audit
 //! │                                                        log, waits, watchers, runs; its
 //! │                                                        screen model (screen_model.rs:
-//! │                                                        light pass screen.rs + ring, fed by
-//! │                                                        the pump; grid.rs parsed by the
-//! │                                                        grid workers, off the drain path)
+//! │                                                        light pass screen.rs + backlog, fed
+//! │                                                        by the pump; grid.rs parsed lazily
+//! │                                                        off the drain path; the program's
+//! │                                                        terminal queries answered by
+//! │                                                        answers.rs)
 //! └── Listener                        listener.rs          control.sock accept loop
 //!     └── ConnectionActor (one/conn)  connection.rs        read -> authenticate -> decode ->
 //!                                                          authorize -> route -> reply

@@ -55,6 +55,9 @@ const MATCH_INTERVAL: std::time::Duration = std::time::Duration::from_millis(10)
 /// (while a text wait is pending): a flood is parsed in batches of [`SLICE_BYTES`] rather
 /// than woken for every 4 KiB read.
 const MATCH_QUIET: std::time::Duration = std::time::Duration::from_millis(2);
+/// Backlog a query that needs the grid is answered over in the pump itself (~0.2 ms of
+/// parsing); behind more than that it is answered from a blocking task.
+const INLINE_ANSWER_BYTES: usize = 16 * 1024;
 /// Resizes recorded ahead of the grid before a resize catches the grid up instead.
 const RESIZES_MAX: usize = 64;
 /// Answers waiting for the grid before further queries are ignored (a program flooding
@@ -328,7 +331,7 @@ impl ScreenModel {
             }
         }
         if urgent {
-            self.schedule_answers();
+            self.answer_soon(backlog);
         }
         Drained {
             events,
@@ -536,16 +539,26 @@ impl ScreenModel {
         }
     }
 
-    /// Schedule the answers that wait for the grid, at normal priority (a program waiting
-    /// for a CPR is blocked until it comes).
-    fn schedule_answers(self: &Arc<Self>) {
+    /// Answer the queries that wait for the grid: right here in the pump when that is
+    /// cheap (nobody holds the grid and at most [`INLINE_ANSWER_BYTES`] wait to be parsed:
+    /// a program asking CPR of an idle screen gets its answer with no thread hop), else from
+    /// a blocking task at normal priority (a program waiting for a CPR is blocked until it
+    /// comes).
+    fn answer_soon(self: &Arc<Self>, backlog: usize) {
+        if backlog <= INLINE_ANSWER_BYTES {
+            if let Ok(mut slot) = self.grid.try_lock() {
+                self.answer_due(&mut slot);
+                return;
+            }
+        }
         if self.answering.swap(true, Ordering::AcqRel) {
             return;
         }
         let model = self.clone();
         let job = move || {
             model.answering.store(false, Ordering::Release);
-            model.answer_due();
+            let mut slot = lock(&model.grid);
+            model.answer_due(&mut slot);
         };
         match tokio::runtime::Handle::try_current() {
             Ok(rt) => {
@@ -557,14 +570,13 @@ impl ScreenModel {
         }
     }
 
-    /// Feed the grid up to the last answer that waits for it.
-    fn answer_due(&self) {
-        let mut slot = lock(&self.grid);
+    /// Feed the grid in `slot` up to the last answer that waits for it.
+    fn answer_due(&self, slot: &mut Option<Box<Grid>>) {
         let target = match lock(&self.drain).answers.back() {
             Some((at, _)) => *at,
             None => return,
         };
-        let grid = self.materialised(&mut slot);
+        let grid = self.materialised(slot);
         while self.feed_slice(grid, target) {}
         let mut d = lock(&self.drain);
         self.settle(&mut d, grid);
