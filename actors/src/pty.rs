@@ -6,9 +6,11 @@
 //! and registered with tokio (`AsyncFd`), and the child's exit is observed through a
 //! pidfd, so 1,000 sessions cost 1,000 small tasks and no threads.
 //!
-//! The pump reads output in chunks and hands each to the session actor together with a
-//! credit from a bounded semaphore: if the actor falls behind, the pump stops reading and
-//! the kernel's PTY buffer pushes back on the child — memory never grows without bound.
+//! The pump reads output in chunks and drains each into the session's screen model (which
+//! may write answers to the program's terminal queries back through the input queue). While
+//! someone is attached it also hands the chunk to the session actor with a credit from a
+//! bounded semaphore, and while the screen's backlog is full it stops reading: either way the
+//! kernel's PTY buffer pushes back on the child — memory never grows without bound.
 //! Input is queued to the pump and written when the master is writable, so a child that
 //! does not read its input can never block the actor.
 
@@ -53,8 +55,8 @@ pub struct SpawnSpec {
 
 /// What the pump reports to its session (output itself goes to the [`ScreenModel`]).
 pub enum PumpEvent {
-    /// A chunk of output for the people attached, with the stream offset just past it; drop
-    /// the permit once it is processed.
+    /// A chunk of output for the people attached (the terminal queries in it cut out), with
+    /// the stream offset just past the raw chunk; drop the permit once it is processed.
     Output(Vec<u8>, u64, OwnedSemaphorePermit),
     /// Announcements the output carried (title, OSC 133 D), in order.
     Screen(Vec<ScreenEvent>),

@@ -1411,11 +1411,11 @@ impl SessionState {
         match event {
             PumpEvent::Output(bytes, end, permit) => {
                 // A person who cannot keep up is detached, never allowed to slow the child.
-                let start = end - bytes.len() as u64;
+                // A chunk ends at or before an attachment's repaint (drawn from the grid
+                // under the same lock the pump drains under) or begins after it, never
+                // both: skip the ones the repaint already showed.
                 self.attachers.retain(|(_, upto, tx)| {
-                    // Skip what the attachment's repaint already showed.
-                    let skip = upto.saturating_sub(start).min(bytes.len() as u64) as usize;
-                    skip == bytes.len() || tx.try_send(bytes[skip..].to_vec()).is_ok()
+                    end <= *upto || tx.try_send(bytes.clone()).is_ok()
                 });
                 drop(permit);
                 self.attachers_changed();
