@@ -13,6 +13,7 @@
 //! `docs/terminal.md` lists every query with what maxx, xterm and tmux answer.
 
 use crate::grid::Grid;
+use alacritty_terminal::term::cell::Flags;
 use alacritty_terminal::term::TermMode;
 use alacritty_terminal::vte::ansi::{Color, NamedColor};
 
@@ -245,24 +246,26 @@ fn mode_flag(private: bool, mode: u16) -> Option<TermMode> {
     })
 }
 
+/// Cell attributes and the SGR parameter that sets each.
+pub const SGR_FLAGS: [(Flags, &str); 11] = [
+    (Flags::BOLD, "1"),
+    (Flags::DIM, "2"),
+    (Flags::ITALIC, "3"),
+    (Flags::UNDERLINE, "4"),
+    (Flags::DOUBLE_UNDERLINE, "4:2"),
+    (Flags::UNDERCURL, "4:3"),
+    (Flags::DOTTED_UNDERLINE, "4:4"),
+    (Flags::DASHED_UNDERLINE, "4:5"),
+    (Flags::INVERSE, "7"),
+    (Flags::HIDDEN, "8"),
+    (Flags::STRIKEOUT, "9"),
+];
+
 /// The SGR parameters that reproduce the cursor's current attributes (`0` when default).
 fn sgr(grid: &Grid) -> String {
-    use alacritty_terminal::term::cell::Flags;
     let t = &grid.state().grid().cursor.template;
     let mut p = vec!["0".to_string()];
-    for (flag, code) in [
-        (Flags::BOLD, "1"),
-        (Flags::DIM, "2"),
-        (Flags::ITALIC, "3"),
-        (Flags::UNDERLINE, "4"),
-        (Flags::DOUBLE_UNDERLINE, "4:2"),
-        (Flags::UNDERCURL, "4:3"),
-        (Flags::DOTTED_UNDERLINE, "4:4"),
-        (Flags::DASHED_UNDERLINE, "4:5"),
-        (Flags::INVERSE, "7"),
-        (Flags::HIDDEN, "8"),
-        (Flags::STRIKEOUT, "9"),
-    ] {
+    for (flag, code) in SGR_FLAGS {
         if t.flags.contains(flag) {
             p.push(code.into());
         }

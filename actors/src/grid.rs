@@ -696,20 +696,9 @@ impl Grid {
 /// change is absolute).
 fn cell_sgr(cell: &Cell) -> String {
     let mut p = String::from("0");
-    for (flag, code) in [
-        (Flags::BOLD, ";1"),
-        (Flags::DIM, ";2"),
-        (Flags::ITALIC, ";3"),
-        (Flags::UNDERLINE, ";4"),
-        (Flags::DOUBLE_UNDERLINE, ";4:2"),
-        (Flags::UNDERCURL, ";4:3"),
-        (Flags::DOTTED_UNDERLINE, ";4:4"),
-        (Flags::DASHED_UNDERLINE, ";4:5"),
-        (Flags::INVERSE, ";7"),
-        (Flags::HIDDEN, ";8"),
-        (Flags::STRIKEOUT, ";9"),
-    ] {
+    for (flag, code) in crate::answers::SGR_FLAGS {
         if cell.flags.contains(flag) {
+            p.push(';');
             p.push_str(code);
         }
     }

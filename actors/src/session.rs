@@ -1414,9 +1414,8 @@ impl SessionState {
                 // A chunk ends at or before an attachment's repaint (drawn from the grid
                 // under the same lock the pump drains under) or begins after it, never
                 // both: skip the ones the repaint already showed.
-                self.attachers.retain(|(_, upto, tx)| {
-                    end <= *upto || tx.try_send(bytes.clone()).is_ok()
-                });
+                self.attachers
+                    .retain(|(_, upto, tx)| end <= *upto || tx.try_send(bytes.clone()).is_ok());
                 drop(permit);
                 self.attachers_changed();
             }
