@@ -182,6 +182,8 @@ struct Drain {
     /// offset. The front is always one that needs the grid (a ready answer with nothing
     /// before it is written at once).
     answers: VecDeque<(u64, Prepared)>,
+    /// Queries were ignored because `answers` was full (logged once until it drains).
+    answers_ignored: bool,
     sink: Option<AnswerSink>,
 }
 
@@ -268,6 +270,7 @@ impl ScreenModel {
                 scrollback: 0,
                 resizes: VecDeque::new(),
                 answers: VecDeque::new(),
+                answers_ignored: false,
                 sink: None,
             }),
             grid: Mutex::new(None),
@@ -303,7 +306,14 @@ impl ScreenModel {
                 match prepared {
                     Prepared::Ready(bytes) if d.answers.is_empty() => d.send(bytes),
                     _ if d.answers.len() >= ANSWERS_MAX => {
-                        tracing::warn!("a program is flooding terminal queries; one ignored")
+                        // Said once per flood, not once per query (the log is bounded too).
+                        if !d.answers_ignored {
+                            tracing::warn!(
+                                "a program is flooding terminal queries faster than they can \
+                                 be answered; ignoring them until it reads its answers"
+                            );
+                        }
+                        d.answers_ignored = true;
                     }
                     prepared => {
                         urgent |= matches!(prepared, Prepared::Grid(_));
@@ -365,6 +375,7 @@ impl ScreenModel {
         d.scrollback = scrollback;
         d.resizes = VecDeque::new();
         d.answers = VecDeque::new();
+        d.answers_ignored = false;
         d.sink = None;
         *grid = None;
         self.space.notify_one();
@@ -529,6 +540,9 @@ impl ScreenModel {
                 }
             }
             d.flush_ready();
+        }
+        if d.answers.is_empty() {
+            d.answers_ignored = false;
         }
         while let Some(&(at, cols, rows)) = d.resizes.front() {
             if at > fed {
@@ -890,6 +904,21 @@ mod tests {
         lock(&answers).clear();
         m.drain(g, b"\x1b[>c\x1b[18t");
         answered(&answers, b"\x1b[>0;10;1c\x1b[8;5;40t");
+    }
+
+    #[test]
+    fn a_flood_of_queries_is_bounded() {
+        let (m, _, answers, g) = model();
+        // Far more grid queries than may wait at once, in one chunk, before any grid exists.
+        let flood = b"\x1b[6n".repeat(3 * ANSWERS_MAX);
+        m.drain(g, &flood);
+        let want = b"\x1b[1;1R".repeat(ANSWERS_MAX);
+        answered(&answers, &want);
+        assert!(lock(&m.drain).answers.is_empty());
+        // Once the queue drained, queries are answered again.
+        lock(&answers).clear();
+        m.drain(g, b"\x1b[5n");
+        answered(&answers, b"\x1b[0n");
     }
 
     #[test]
