@@ -293,7 +293,7 @@ impl LightScreen {
         self.queries_state.region = None;
     }
 
-    fn found(&mut self, query: Query, end: u64) {
+    fn record(&mut self, query: Query, end: u64) {
         self.found.push(Found {
             start: self.seq_start,
             end,
@@ -453,7 +453,7 @@ impl LightScreen {
                     DcsQuery::Setting => {
                         let region = self.queries_state.region;
                         let cursor_style = self.queries_state.cursor_style;
-                        self.found(
+                        self.record(
                             Query::Setting {
                                 pt: data.clone(),
                                 region,
@@ -464,7 +464,7 @@ impl LightScreen {
                     }
                     DcsQuery::Capabilities => {
                         let names = data.split(|b| *b == b';').map(<[u8]>::to_vec).collect();
-                        self.found(Query::Capabilities(names), end);
+                        self.record(Query::Capabilities(names), end);
                     }
                     DcsQuery::None => {}
                 }
@@ -569,7 +569,7 @@ impl LightScreen {
             }
             _ => return,
         };
-        self.found(query, end);
+        self.record(query, end);
     }
 
     fn sync_kitty(&mut self) {
@@ -674,7 +674,7 @@ impl LightScreen {
                     for (i, part) in rest.split(|b| *b == b';').enumerate() {
                         let code = first + i as u8;
                         if part == b"?" && code <= 12 {
-                            self.found(Query::Color { code, index: 0, st }, end);
+                            self.record(Query::Color { code, index: 0, st }, end);
                         }
                     }
                 }
@@ -685,7 +685,7 @@ impl LightScreen {
                     while let (Some(index), Some(spec)) = (parts.next(), parts.next()) {
                         let index = std::str::from_utf8(index).ok().and_then(|i| i.parse().ok());
                         if let (Some(index), b"?") = (index, spec) {
-                            self.found(Query::Color { code: 4, index, st }, end);
+                            self.record(Query::Color { code: 4, index, st }, end);
                         }
                     }
                 }
