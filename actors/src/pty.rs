@@ -302,30 +302,38 @@ fn end_group(pid: u32, exited: bool) {
     for sig in [Signal::SIGHUP, Signal::SIGTERM, Signal::SIGCONT] {
         let _ = killpg(pid, sig);
     }
-    let finish = move || {
+    let kill_and_reap = move || {
         let _ = killpg(pid, Signal::SIGKILL);
         let _ = waitpid(pid, None);
     };
-    match tokio::runtime::Handle::try_current() {
-        Ok(handle) => {
-            let guard = Reaper::new(pid);
-            // A leader that already exited has nothing left to wait for: what it left in
-            // its group is killed at once (nothing tells when such stragglers are done).
-            let pidfd = if exited {
-                None
-            } else {
-                pidfd_open(pid.as_raw() as u32).and_then(register).ok()
-            };
-            handle.spawn(async move {
-                let _guard = guard;
-                if let Some(pidfd) = pidfd {
-                    let _ = tokio::time::timeout(KILL_GRACE, pidfd.readable()).await;
-                }
-                let _ = tokio::task::spawn_blocking(finish).await;
-            });
+    let Ok(handle) = tokio::runtime::Handle::try_current() else {
+        kill_and_reap();
+        return;
+    };
+    // The pidfd (it works on a zombie too) says when the leader has exited, so reaping never
+    // blocks a thread: no blocking-pool thread per closed session.
+    let Ok(pidfd) = pidfd_open(pid.as_raw() as u32).and_then(register) else {
+        kill_and_reap();
+        return;
+    };
+    let guard = Reaper::new(pid);
+    handle.spawn(async move {
+        let _guard = guard;
+        // A leader that already exited has nothing left to wait for: what it left in its
+        // group is killed at once (nothing tells when such stragglers are done).
+        if !exited {
+            let _ = tokio::time::timeout(KILL_GRACE, pidfd.readable()).await;
         }
-        Err(_) => finish(),
-    }
+        let _ = killpg(pid, Signal::SIGKILL);
+        let _ = tokio::time::timeout(KILL_GRACE, pidfd.readable()).await;
+        if matches!(
+            waitpid(pid, Some(WaitPidFlag::WNOHANG)),
+            Ok(WaitStatus::StillAlive)
+        ) {
+            // Not gone 2 s after SIGKILL (stuck in the kernel): reap it off the runtime.
+            let _ = tokio::task::spawn_blocking(move || waitpid(pid, None)).await;
+        }
+    });
 }
 
 /// Process groups still being ended (by their leader's pid, which is their id); a stopping
