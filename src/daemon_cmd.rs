@@ -3,7 +3,8 @@
 //! is ready (or why it failed), so a caller never has to poll for the socket.
 
 use maxx_actors::control_dir::ControlDir;
-use maxx_actors::DaemonConfig;
+use maxx_actors::{DaemonConfig, DaemonError};
+use maxx_protocol::error::ErrorBody;
 use std::fs::OpenOptions;
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -24,8 +25,18 @@ const START_TIMEOUT: Duration = Duration::from_secs(10);
 pub enum LogTarget {
     /// Foreground: stderr.
     Stderr,
-    /// Detached: `daemon.log` in the control dir.
-    File(PathBuf),
+    /// Detached: `daemon.log` in the control dir, opened by [`open_log`].
+    File(std::fs::File),
+}
+
+/// Open `daemon.log` for appending: without following links, never blocking, refusing
+/// anything but a regular file, 0600 when created.
+fn open_log(path: &Path) -> std::io::Result<std::fs::File> {
+    maxx_actors::control_dir::open_regular(
+        path,
+        OpenOptions::new().create(true).append(true).mode(0o600),
+        false,
+    )
 }
 
 fn init_logging(level: &str, target: LogTarget) {
@@ -36,23 +47,11 @@ fn init_logging(level: &str, target: LogTarget) {
         LogTarget::Stderr => {
             let _ = builder.with_writer(std::io::stderr).try_init();
         }
-        LogTarget::File(path) => {
-            match OpenOptions::new()
-                .create(true)
-                .append(true)
-                .mode(0o600)
-                .open(&path)
-            {
-                Ok(file) => {
-                    let _ = builder
-                        .with_ansi(false)
-                        .with_writer(std::sync::Mutex::new(file))
-                        .try_init();
-                }
-                Err(_) => {
-                    let _ = builder.with_writer(std::io::stderr).try_init();
-                }
-            }
+        LogTarget::File(file) => {
+            let _ = builder
+                .with_ansi(false)
+                .with_writer(std::sync::Mutex::new(file))
+                .try_init();
         }
     }
     // Panics caught by the actor runtime still reach the hook: log them, cheaply.
@@ -90,18 +89,18 @@ pub fn run_foreground(
     };
     // SAFETY: removing our own env var before any thread starts.
     unsafe { std::env::remove_var(READY_FD_ENV) };
-    let log_target = if detached {
-        LogTarget::File(control_dir.join(maxx_actors::control_dir::LOG_FILE))
-    } else {
-        LogTarget::Stderr
-    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("maxx-worker")
         .build()
     {
         Ok(rt) => rt,
-        Err(e) => return report_failure(ready_fd, &format!("cannot start the runtime: {e}")),
+        Err(e) => {
+            return report_failure(
+                ready_fd,
+                ErrorBody::internal(format!("cannot start the runtime: {e}")),
+            )
+        }
     };
     let bin_dir = std::env::current_exe()
         .ok()
@@ -115,9 +114,16 @@ pub fn run_foreground(
     };
     let mut ready_fd = ready_fd;
     let result = runtime.block_on(async {
-        // A detached daemon logs into the control dir, so only once it is known to be ours.
-        if !detached || ControlDir::prepare(&control_dir).is_ok() {
-            init_logging(log_level, log_target);
+        // A detached daemon logs into the control dir, so only once it is known to be ours,
+        // and never through a symlink or into a FIFO.
+        if !detached {
+            init_logging(log_level, LogTarget::Stderr);
+        } else if ControlDir::prepare(&control_dir).is_ok() {
+            let log = control_dir.join(maxx_actors::control_dir::LOG_FILE);
+            match open_log(&log) {
+                Ok(file) => init_logging(log_level, LogTarget::File(file)),
+                Err(e) => return Err(DaemonError::from(e)),
+            }
         }
         maxx_actors::run(config, |_dir| {
             if let Some(fd) = ready_fd.take() {
@@ -132,29 +138,65 @@ pub fn run_foreground(
         Ok(()) => 0,
         Err(e) => {
             tracing::error!(error = %e, "daemon stopped");
-            report_failure(ready_fd, &e.to_string())
+            report_failure(ready_fd, e.body())
         }
     }
 }
 
-fn report_failure(ready_fd: Option<OwnedFd>, message: &str) -> i32 {
+/// Report why the daemon did not start (or stopped): on the readiness pipe as
+/// `err <error JSON>` when detached, else as the error object on stderr.
+fn report_failure(ready_fd: Option<OwnedFd>, body: ErrorBody) -> i32 {
+    let body = match body.remedy {
+        Some(_) => body,
+        None => body.with_remedy("see the daemon's log"),
+    };
     match ready_fd {
         Some(fd) => {
             let mut f = std::fs::File::from(fd);
-            let _ = writeln!(f, "err {message}");
+            let _ = writeln!(
+                f,
+                "err {}",
+                serde_json::to_string(&body).unwrap_or_default()
+            );
         }
         None => {
-            eprintln!(
-                "{}",
-                serde_json::json!({"ok": false, "error": {"code": "internal", "message": message}})
-            );
+            eprintln!("{}", serde_json::json!({"ok": false, "error": body}));
         }
     }
     1
 }
 
-/// Start a detached daemon on `control_dir` and wait until it is ready.
-pub fn spawn_detached(control_dir: &Path, log_level: &str, extra: &[String]) -> Result<(), String> {
+/// Start a detached daemon on `control_dir` and wait until it is ready. A refusal comes
+/// back typed (`already_running`, `unsafe_file`), anything else as `internal`.
+pub fn spawn_detached(
+    control_dir: &Path,
+    log_level: &str,
+    extra: &[String],
+) -> Result<(), ErrorBody> {
+    spawn_detached_inner(control_dir, log_level, extra).map_err(|e| match e {
+        Refused::Typed(body) => body,
+        Refused::Other(message) => ErrorBody::internal(message).with_remedy(
+            "see daemon.log in the control dir, or run `maxx daemon` in the foreground",
+        ),
+    })
+}
+
+enum Refused {
+    Typed(ErrorBody),
+    Other(String),
+}
+
+impl From<String> for Refused {
+    fn from(message: String) -> Self {
+        Refused::Other(message)
+    }
+}
+
+fn spawn_detached_inner(
+    control_dir: &Path,
+    log_level: &str,
+    extra: &[String],
+) -> Result<(), Refused> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find the maxx binary: {e}"))?;
     let (read_end, write_end) =
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
@@ -192,9 +234,17 @@ pub fn spawn_detached(control_dir: &Path, log_level: &str, extra: &[String]) -> 
     let _ = child.try_wait();
     match answer {
         Ok(line) if line.trim() == "ok" => Ok(()),
-        Ok(line) if line.starts_with("err ") => Err(line[4..].trim().to_string()),
-        Ok(_) => Err("the daemon exited before it was ready (see daemon.log)".into()),
-        Err(e) => Err(e),
+        Ok(line) if line.starts_with("err ") => {
+            let text = line[4..].trim();
+            Err(match serde_json::from_str::<ErrorBody>(text) {
+                Ok(body) => Refused::Typed(body),
+                Err(_) => Refused::Other(text.to_string()),
+            })
+        }
+        Ok(_) => Err(Refused::Other(
+            "the daemon exited before it was ready (see daemon.log)".into(),
+        )),
+        Err(e) => Err(Refused::Other(e)),
     }
 }
 

@@ -364,7 +364,7 @@ fn daemon(target: &Target, d: DaemonArgs) -> i32 {
         return match daemon_cmd::spawn_detached(&target.control_dir, &d.log_level, &extra) {
             Ok(()) => 0,
             Err(e) => {
-                print_error(&ErrorBody::internal(e));
+                print_error(&e);
                 1
             }
         };
@@ -402,10 +402,17 @@ fn send(
     };
     match attempt() {
         Err(ClientError::NoDaemon(_)) if autostart => {
-            if let Err(e) = daemon_cmd::spawn_detached(&target.control_dir, "info", &[]) {
-                return Err(ClientError::Failed(ErrorBody::internal(format!(
-                    "no daemon was running and starting one failed: {e}"
-                ))));
+            match daemon_cmd::spawn_detached(&target.control_dir, "info", &[]) {
+                Ok(()) => {}
+                // Another caller started one first: use it.
+                Err(e) if e.code == maxx_protocol::ErrorCode::AlreadyRunning => {}
+                Err(mut e) => {
+                    e.message = format!(
+                        "no daemon was running and starting one failed: {}",
+                        e.message
+                    );
+                    return Err(ClientError::Failed(e));
+                }
             }
             attempt()
         }

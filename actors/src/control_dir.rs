@@ -17,6 +17,124 @@ pub const TOKEN_FILE: &str = "token";
 pub const PID_FILE: &str = "daemon.pid";
 /// Log file of a detached daemon.
 pub const LOG_FILE: &str = "daemon.log";
+/// Lock file: held (`flock`) by the running daemon for its whole life.
+pub const LOCK_FILE: &str = "daemon.lock";
+
+/// Why a file the daemon reads or writes was refused: it is a symlink, a FIFO, a device, a
+/// directory or a socket where a regular file belongs. Carried inside an [`io::Error`]
+/// (kind `InvalidInput`); find it with [`unsafe_file`].
+#[derive(Debug)]
+pub struct UnsafeFile {
+    /// The path refused.
+    pub path: PathBuf,
+    /// What it is instead of a regular file.
+    pub what: &'static str,
+}
+
+impl std::fmt::Display for UnsafeFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} is {}, not a regular file; refusing to read or write through it",
+            self.path.display(),
+            self.what
+        )
+    }
+}
+
+impl std::error::Error for UnsafeFile {}
+
+/// The [`UnsafeFile`] an error carries, if it is one.
+pub fn unsafe_file(e: &io::Error) -> Option<&UnsafeFile> {
+    e.get_ref()
+        .and_then(|inner| inner.downcast_ref::<UnsafeFile>())
+}
+
+fn refuse_file(path: &Path, what: &'static str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        UnsafeFile {
+            path: path.to_path_buf(),
+            what,
+        },
+    )
+}
+
+fn file_kind(ft: fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if ft.is_symlink() {
+        "a symlink"
+    } else if ft.is_dir() {
+        "a directory"
+    } else if ft.is_fifo() {
+        "a FIFO"
+    } else if ft.is_socket() {
+        "a socket"
+    } else if ft.is_block_device() || ft.is_char_device() {
+        "a device"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Open `path` with `opts`, refusing anything but a regular file, without ever blocking:
+/// `O_NONBLOCK` (a FIFO neither blocks the open nor a read; it is refused after `fstat`),
+/// `O_CLOEXEC`, and with `follow_links` false `O_NOFOLLOW` (a symlink is refused, never
+/// opened through). A regular file ignores `O_NONBLOCK`, so reads and writes behave as
+/// usual.
+pub fn open_regular(
+    path: &Path,
+    opts: &mut fs::OpenOptions,
+    follow_links: bool,
+) -> io::Result<fs::File> {
+    let mut flags = libc::O_NONBLOCK | libc::O_CLOEXEC;
+    if !follow_links {
+        flags |= libc::O_NOFOLLOW;
+    }
+    let file = match opts.custom_flags(flags).open(path) {
+        Ok(f) => f,
+        Err(e) => {
+            let kind = match e.raw_os_error() {
+                // O_NOFOLLOW on a symlink.
+                Some(libc::ELOOP) if !follow_links => Some("a symlink"),
+                // Opening a directory for writing.
+                Some(libc::EISDIR) => Some("a directory"),
+                // A FIFO opened for writing with nobody reading, or a socket.
+                Some(libc::ENXIO) | Some(libc::EOPNOTSUPP) => Some(
+                    fs::symlink_metadata(path)
+                        .map(|m| file_kind(m.file_type()))
+                        .unwrap_or("not a regular file"),
+                ),
+                _ => None,
+            };
+            return Err(match kind {
+                Some(what) => refuse_file(path, what),
+                None => e,
+            });
+        }
+    };
+    let meta = file.metadata()?;
+    if !meta.file_type().is_file() {
+        return Err(refuse_file(path, file_kind(meta.file_type())));
+    }
+    Ok(file)
+}
+
+/// The running daemon's hold on a control dir: an exclusive `flock` on `daemon.lock`,
+/// released when this is dropped (or the process dies, however it dies).
+#[derive(Debug)]
+pub struct InstanceLock {
+    _file: fs::File,
+}
+
+/// Why [`ControlDir::lock`] did not get the lock.
+#[derive(Debug)]
+pub enum LockError {
+    /// Another process holds it: a daemon serves this dir.
+    Held,
+    /// The lock file could not be opened or locked.
+    Io(io::Error),
+}
 
 /// A validated control directory.
 #[derive(Debug, Clone)]
@@ -107,6 +225,43 @@ impl ControlDir {
         self.path.join(LOG_FILE)
     }
 
+    /// `daemon.lock`.
+    pub fn lock_path(&self) -> PathBuf {
+        self.path.join(LOCK_FILE)
+    }
+
+    /// Take the single-instance lock: `daemon.lock` opened without following links (0600,
+    /// a regular file) and `flock`ed exclusively without waiting. Ownership never depends
+    /// on connecting to the socket, so a full listen queue cannot make a live daemon look
+    /// dead.
+    pub fn lock(&self) -> Result<InstanceLock, LockError> {
+        let path = self.lock_path();
+        let file = open_regular(
+            &path,
+            fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .mode(0o600),
+            false,
+        )
+        .map_err(LockError::Io)?;
+        use std::os::fd::AsRawFd;
+        // SAFETY: flock on an fd we own.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            let e = io::Error::last_os_error();
+            return Err(match e.raw_os_error() {
+                Some(libc::EWOULDBLOCK) => LockError::Held,
+                _ => LockError::Io(io::Error::new(
+                    e.kind(),
+                    format!("cannot lock {}: {e}", path.display()),
+                )),
+            });
+        }
+        Ok(InstanceLock { _file: file })
+    }
+
     /// Write a fresh token (256 bits from the OS RNG, hex) atomically with mode 0600.
     pub fn write_new_token(&self) -> io::Result<String> {
         let mut bytes = [0u8; 32];
@@ -118,15 +273,18 @@ impl ControlDir {
 
     /// Read the token (bounded; a token file is 64 bytes).
     pub fn read_token(&self) -> io::Result<String> {
+        use std::io::Read;
         let path = self.token_path();
-        let meta = fs::symlink_metadata(&path)?;
-        if !meta.is_file() || meta.len() > 4096 {
+        let file = open_regular(&path, fs::OpenOptions::new().read(true), false)?;
+        let mut token = String::new();
+        file.take(4097).read_to_string(&mut token)?;
+        if token.len() > 4096 {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
                 format!("{} is not a token file", path.display()),
             ));
         }
-        Ok(fs::read_to_string(&path)?.trim().to_string())
+        Ok(token.trim().to_string())
     }
 
     /// Write `name` atomically (temp file + rename) with mode 0600.

@@ -1,15 +1,16 @@
 //! Daemon entry: validate the control dir, write the token, bind the socket, start the
 //! actor tree, and run until SIGTERM/SIGINT or a core actor fails.
 
-use crate::control_dir::{ControlDir, PID_FILE};
+use crate::control_dir::{ControlDir, LockError, PID_FILE};
 use crate::root_supervisor::{RootArgs, RootSupervisor};
 use crate::session::SpawnContext;
+use maxx_protocol::error::{ErrorBody, ErrorCode};
 use ractor::Actor;
 use std::io;
-use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::PathBuf;
 use std::sync::Arc;
-use tokio::net::{UnixListener, UnixStream};
+use tokio::net::UnixListener;
 use tokio::signal::unix::{signal, SignalKind};
 
 /// How to run the daemon.
@@ -30,8 +31,10 @@ pub struct DaemonConfig {
 /// Why the daemon could not start or stopped abnormally.
 #[derive(Debug)]
 pub enum DaemonError {
-    /// Another daemon answers on this control dir's socket.
-    AlreadyRunning(PathBuf),
+    /// Another daemon holds this control dir's lock (it serves there); its pid if known.
+    AlreadyRunning(PathBuf, Option<u32>),
+    /// A file the daemon must use there is a symlink, FIFO or other non-regular file.
+    UnsafeFile(String),
     /// The control dir or socket could not be used.
     Io(io::Error),
     /// A core actor failed.
@@ -41,9 +44,14 @@ pub enum DaemonError {
 impl std::fmt::Display for DaemonError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            DaemonError::AlreadyRunning(p) => {
-                write!(f, "a maxx daemon is already running at {}", p.display())
+            DaemonError::AlreadyRunning(p, pid) => {
+                write!(f, "a maxx daemon is already running on {}", p.display())?;
+                match pid {
+                    Some(pid) => write!(f, " (pid {pid})"),
+                    None => Ok(()),
+                }
             }
+            DaemonError::UnsafeFile(why) => f.write_str(why),
             DaemonError::Io(e) => write!(f, "{e}"),
             DaemonError::Failed(why) => write!(f, "daemon failed: {why}"),
         }
@@ -54,8 +62,47 @@ impl std::error::Error for DaemonError {}
 
 impl From<io::Error> for DaemonError {
     fn from(e: io::Error) -> Self {
-        DaemonError::Io(e)
+        match crate::control_dir::unsafe_file(&e) {
+            Some(u) => DaemonError::UnsafeFile(u.to_string()),
+            None => DaemonError::Io(e),
+        }
     }
+}
+
+impl DaemonError {
+    /// The typed error `maxx daemon` reports for this.
+    pub fn body(&self) -> ErrorBody {
+        match self {
+            DaemonError::AlreadyRunning(dir, _) => ErrorBody::new(
+                ErrorCode::AlreadyRunning,
+                self.to_string(),
+            )
+            .with_remedy(format!(
+                "use the running daemon (`maxx status`), or stop it first (kill the pid in {}); pick another control dir with MAXX_CONTROL_DIR to run a second one",
+                dir.join(PID_FILE).display()
+            )),
+            DaemonError::UnsafeFile(_) => ErrorBody::new(ErrorCode::UnsafeFile, self.to_string())
+                .with_remedy(
+                    "remove it (the daemon creates a fresh regular file) or replace it with a regular file you own",
+                ),
+            DaemonError::Io(_) | DaemonError::Failed(_) => ErrorBody::internal(self.to_string())
+                .with_remedy("see the daemon's log (stderr, or daemon.log in the control dir when detached)"),
+        }
+    }
+}
+
+/// The pid a running daemon recorded, read without following links and bounded.
+fn recorded_pid(dir: &ControlDir) -> Option<u32> {
+    use std::io::Read;
+    let file = crate::control_dir::open_regular(
+        &dir.path().join(PID_FILE),
+        std::fs::OpenOptions::new().read(true),
+        false,
+    )
+    .ok()?;
+    let mut text = String::new();
+    file.take(32).read_to_string(&mut text).ok()?;
+    text.trim().parse().ok()
 }
 
 /// Run the daemon until a termination signal. `on_ready` is called once the socket
@@ -70,19 +117,32 @@ pub async fn run(
     unsafe { libc::umask(0o077) };
     raise_fd_limit();
     let dir = ControlDir::prepare(&config.control_dir)?;
+    // Single instance: whoever holds the lock owns the dir, whether or not its socket
+    // answers right now (a full listen queue answers EAGAIN, which is not "dead").
+    let _lock = match dir.lock() {
+        Ok(lock) => lock,
+        Err(LockError::Held) => {
+            return Err(DaemonError::AlreadyRunning(
+                dir.path().to_path_buf(),
+                recorded_pid(&dir),
+            ))
+        }
+        Err(LockError::Io(e)) => return Err(e.into()),
+    };
+    // Handle SIGTERM/SIGINT from before the socket exists: a stop that arrives as soon as
+    // a caller can see the daemon must still be a clean stop.
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
     let socket_path = dir.socket_path();
     match std::fs::symlink_metadata(&socket_path) {
         Ok(meta) => {
             if !meta.file_type().is_socket() {
-                return Err(DaemonError::Io(io::Error::new(
-                    io::ErrorKind::AlreadyExists,
-                    format!("{} exists and is not a socket", socket_path.display()),
+                return Err(DaemonError::UnsafeFile(format!(
+                    "{} exists and is not a socket",
+                    socket_path.display()
                 )));
             }
-            if UnixStream::connect(&socket_path).await.is_ok() {
-                return Err(DaemonError::AlreadyRunning(socket_path));
-            }
-            // A socket nobody answers on: left behind by a daemon that died.
+            // We hold the lock, so no daemon serves it: left behind by one that died.
             std::fs::remove_file(&socket_path)?;
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
@@ -91,6 +151,8 @@ pub async fn run(
     let token = dir.write_new_token()?;
     let listener = UnixListener::bind(&socket_path)?;
     std::fs::set_permissions(&socket_path, std::fs::Permissions::from_mode(0o600))?;
+    // The socket this daemon created, so that it only ever removes that one.
+    let bound = std::fs::symlink_metadata(&socket_path).map(|m| (m.dev(), m.ino()))?;
     dir.write_private(PID_FILE, format!("{}\n", std::process::id()).as_bytes())?;
     let default_cwd = std::env::var_os("HOME")
         .map(PathBuf::from)
@@ -122,8 +184,6 @@ pub async fn run(
     tracing::info!(control_dir = %dir.path().display(), pid = std::process::id(), "maxx daemon ready");
     on_ready(&dir);
 
-    let mut term = signal(SignalKind::terminate())?;
-    let mut int = signal(SignalKind::interrupt())?;
     let mut root_handle = root_handle;
     let vanished = control_dir_vanished(dir.path());
     let result = tokio::select! {
@@ -147,13 +207,24 @@ pub async fn run(
             )
             .await;
     }
+    // End every session (dropping its PTY starts ending its process group) while the
+    // runtime still runs the reapers, then wait for them below.
+    if let Some(sessions) = ractor::registry::where_is("sessions") {
+        sessions
+            .stop_children_and_wait(None, Some(std::time::Duration::from_secs(10)))
+            .await;
+    }
     root.stop(None);
     let _ = root_handle.await;
-    // Only remove the socket if it is still the one we bound.
-    if std::fs::symlink_metadata(&socket_path).is_ok_and(|m| m.file_type().is_socket()) {
+    // Every session's process group ended (or the grace ran out) before we go.
+    crate::pty::wait_for_reapers(crate::pty::KILL_GRACE + std::time::Duration::from_secs(5)).await;
+    // Only remove the socket if it is still the one we bound (same device and inode), and
+    // the pid file while we still hold the lock.
+    if std::fs::symlink_metadata(&socket_path).is_ok_and(|m| (m.dev(), m.ino()) == bound) {
         let _ = std::fs::remove_file(&socket_path);
     }
     let _ = std::fs::remove_file(dir.path().join(PID_FILE));
+    drop(_lock);
     result
 }
 

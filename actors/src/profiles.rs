@@ -7,7 +7,7 @@
 //! use (bounded), so edits apply without a restart. Profile env values may be secrets:
 //! they reach the child only and are never returned, logged or persisted.
 
-use maxx_protocol::error::ErrorBody;
+use maxx_protocol::error::{ErrorBody, ErrorCode};
 use maxx_protocol::request::{validate_env, validate_metadata_map, CreateParams};
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -68,9 +68,24 @@ pub fn load(path: Option<&PathBuf>) -> Result<BTreeMap<String, Profile>, ErrorBo
     let Some(path) = path else {
         return Ok(BTreeMap::new());
     };
-    let file = match std::fs::File::open(path) {
+    // Never blocks (a FIFO is refused after a non-blocking open, not waited on), and only
+    // a regular file is read. Links are followed: this is the user's own config, which
+    // dotfile managers commonly symlink, not a file in the shared control dir.
+    let file = match crate::control_dir::open_regular(
+        path,
+        std::fs::OpenOptions::new().read(true),
+        true,
+    ) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+        Err(e) if crate::control_dir::unsafe_file(&e).is_some() => {
+            return Err(
+                ErrorBody::new(ErrorCode::UnsafeFile, e.to_string()).with_remedy(format!(
+                    "make {} a regular file (or point MAXX_PROFILES_FILE at one)",
+                    path.display()
+                )),
+            )
+        }
         Err(e) => {
             return Err(ErrorBody::internal(format!(
                 "cannot read {}: {e}",

@@ -40,6 +40,12 @@ pub enum ErrorCode {
     /// session's own (a shell at its prompt) holds the terminal's foreground; nothing was
     /// typed (CLI exit 1).
     ForegroundBusy,
+    /// `already_running`: `maxx daemon` found another daemon holding the control dir's
+    /// lock; nothing was changed (CLI exit 1).
+    AlreadyRunning,
+    /// `unsafe_file`: a file the daemon reads or writes is a symlink, FIFO, device or
+    /// directory where a regular file belongs; nothing was read from or written through it.
+    UnsafeFile,
 }
 
 impl ErrorCode {
@@ -60,6 +66,8 @@ impl ErrorCode {
             ErrorCode::Timeout => "timeout",
             ErrorCode::PersistenceFailed => "persistence_failed",
             ErrorCode::ForegroundBusy => "foreground_busy",
+            ErrorCode::AlreadyRunning => "already_running",
+            ErrorCode::UnsafeFile => "unsafe_file",
         }
     }
 }

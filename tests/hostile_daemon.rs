@@ -1,0 +1,400 @@
+//! Hostile callers against the daemon itself (issue 18, items 5, 10 and 18): single-instance
+//! ownership that does not depend on connecting, files in the control dir that are symlinks
+//! or FIFOs, and session programs that ignore the hangup.
+
+use crate::common::{maxx_bin, wait_for, Daemon};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+fn sid(v: &Value) -> String {
+    v["session_id"].as_str().unwrap().to_string()
+}
+
+/// The error object a failed CLI printed on stderr.
+fn stderr_error(out: &Output) -> Value {
+    let text = String::from_utf8_lossy(&out.stderr);
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| l.trim_start().starts_with('{'))
+        .unwrap_or_else(|| panic!("no JSON error on stderr: {text}"));
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("bad error line {line:?}: {e}"))
+}
+
+/// `maxx daemon [args]` on `control` (not through the harness), bounded by `limit`.
+fn maxx_daemon(control: &Path, home: &Path, args: &[&str], limit: Duration) -> Output {
+    let mut child = Command::new(maxx_bin())
+        .arg("daemon")
+        .args(args)
+        .env("MAXX_CONTROL_DIR", control)
+        .env("HOME", home)
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("MAXX_PROFILES_FILE")
+        .env("MAXX_CONTROL_POLICY_FILE", home.join("no-policy.json"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let done = wait_for_exit(&mut child, limit);
+    if !done {
+        // A second daemon that started serving instead of refusing: stop it, then fail.
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        done,
+        "maxx daemon {args:?} did not exit within {limit:?}: {out:?}"
+    );
+    out
+}
+
+fn wait_for_exit(child: &mut std::process::Child, limit: Duration) -> bool {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        if let Ok(Some(_)) = child.try_wait() {
+            return true;
+        }
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Kills a detached daemon a test started (found by its pid file) when dropped.
+struct DetachedGuard(PathBuf);
+
+impl Drop for DetachedGuard {
+    fn drop(&mut self) {
+        if let Ok(pid) = std::fs::read_to_string(self.0.join("daemon.pid")) {
+            if let Ok(pid) = pid.trim().parse::<i32>() {
+                // SAFETY: a daemon this test started.
+                unsafe { libc::kill(pid, libc::SIGTERM) };
+            }
+        }
+    }
+}
+
+/// A non-blocking connect to `socket`: `Ok(fd)` when queued or accepted, `Err(errno)`.
+fn nonblocking_connect(socket: &Path) -> Result<OwnedFd, i32> {
+    use std::os::unix::ffi::OsStrExt;
+    // SAFETY: plain socket calls on a fresh fd; the address is built in place.
+    unsafe {
+        let fd = libc::socket(
+            libc::AF_UNIX,
+            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            0,
+        );
+        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+        let owned = OwnedFd::from_raw_fd(fd);
+        let mut addr: libc::sockaddr_un = std::mem::zeroed();
+        addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+        let bytes = socket.as_os_str().as_bytes();
+        assert!(bytes.len() < addr.sun_path.len());
+        for (i, b) in bytes.iter().enumerate() {
+            addr.sun_path[i] = *b as libc::c_char;
+        }
+        let len = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
+        if libc::connect(fd, &addr as *const _ as *const libc::sockaddr, len) == 0 {
+            Ok(owned)
+        } else {
+            Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
+        }
+    }
+}
+
+/// Item 5: a full listen queue (every connection slot taken by idle clients that send no
+/// token, and the kernel's backlog full behind them) made a second daemon's liveness probe
+/// fail with EAGAIN; it unlinked the live socket and took over. Ownership is now a lock.
+#[test]
+fn a_second_daemon_refuses_while_the_first_serves_even_with_a_full_listen_queue() {
+    let d = Daemon::start();
+    let socket = d.socket();
+    let before = std::fs::metadata(&socket).unwrap().ino();
+    // Fill the daemon's connection slots and then the kernel's backlog until a connect
+    // answers EAGAIN (the daemon's read timeout frees the slots after 10 s, so be quick).
+    let mut held = Vec::new();
+    let mut saw_eagain = false;
+    for _ in 0..20_000 {
+        match nonblocking_connect(&socket) {
+            Ok(fd) => held.push(fd),
+            Err(libc::EAGAIN) => {
+                saw_eagain = true;
+                break;
+            }
+            Err(e) => panic!(
+                "connect failed with errno {e} after {} connections",
+                held.len()
+            ),
+        }
+    }
+    assert!(
+        saw_eagain,
+        "{} connections never filled the listen queue",
+        held.len()
+    );
+    let home = d.tmp.path();
+    for args in [&["--detach"][..], &[][..]] {
+        let out = maxx_daemon(&d.control, home, args, Duration::from_secs(10));
+        assert_eq!(out.status.code(), Some(1), "maxx daemon {args:?}: {out:?}");
+        assert!(out.stdout.is_empty());
+        let err = stderr_error(&out);
+        assert_eq!(err["ok"], false);
+        assert_eq!(err["error"]["code"], "already_running", "{err}");
+        assert!(err["error"]["remedy"].is_string(), "{err}");
+        assert!(
+            err["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains(&d.pid().to_string()),
+            "names the running daemon's pid: {err}"
+        );
+        // The live socket is untouched.
+        let meta = std::fs::symlink_metadata(&socket).expect("the socket is still there");
+        assert_eq!(meta.ino(), before, "the socket was replaced");
+    }
+    drop(held);
+    // The first daemon keeps serving on its own socket.
+    let listed = wait_for(
+        "the first daemon to answer",
+        Duration::from_secs(20),
+        || {
+            let r = d.call("sessions.list", json!({}));
+            (r["ok"] == true).then_some(r)
+        },
+    );
+    assert!(listed["result"]["sessions"].is_array());
+    assert_eq!(std::fs::metadata(&socket).unwrap().ino(), before);
+    let lock = std::fs::symlink_metadata(d.control.join("daemon.lock")).unwrap();
+    assert!(lock.file_type().is_file());
+    assert_eq!(lock.mode() & 0o777, 0o600);
+}
+
+/// Item 5: a daemon only removes the socket it created. A socket someone else put at the
+/// path while it ran is left alone when it stops.
+#[test]
+fn a_stopping_daemon_leaves_a_socket_it_did_not_create() {
+    let mut d = Daemon::start();
+    let socket = d.socket();
+    // Replace the socket (rename keeps the dir's inotify watch quiet about a removal of
+    // `control.sock`: it reports a move *to* the name).
+    let other = d.control.join("other.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&other).unwrap();
+    std::fs::rename(&other, &socket).unwrap();
+    let replaced = std::fs::metadata(&socket).unwrap().ino();
+    let status = d.stop_with(libc::SIGTERM);
+    assert!(status.success(), "{status:?}");
+    let meta = std::fs::symlink_metadata(&socket).expect("the other socket is still there");
+    assert_eq!(meta.ino(), replaced);
+}
+
+/// Item 10: `daemon.log` (and the lock file) as a symlink are refused, never written
+/// through; nothing is left serving.
+#[test]
+fn symlinked_log_and_lock_files_are_refused_and_never_written_through() {
+    let tmp = tempfile::Builder::new().prefix("maxx-t").tempdir().unwrap();
+    for name in ["daemon.log", "daemon.lock"] {
+        let control = tmp.path().join(format!("ctl-{name}"));
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&control)
+            .unwrap();
+        let target = tmp.path().join(format!("victim-{name}"));
+        std::fs::write(&target, b"").unwrap();
+        std::os::unix::fs::symlink(&target, control.join(name)).unwrap();
+        let _guard = DetachedGuard(control.clone());
+        let out = maxx_daemon(
+            &control,
+            tmp.path(),
+            &["--detach", "--log-level", "info"],
+            Duration::from_secs(15),
+        );
+        assert_eq!(out.status.code(), Some(1), "{name}: {out:?}");
+        let err = stderr_error(&out);
+        assert_eq!(err["error"]["code"], "unsafe_file", "{name}: {err}");
+        assert!(
+            err["error"]["message"].as_str().unwrap().contains(name),
+            "{err}"
+        );
+        assert!(err["error"]["remedy"].is_string(), "{err}");
+        assert_eq!(
+            std::fs::read(&target).unwrap().len(),
+            0,
+            "{name}: written through the symlink"
+        );
+        assert!(
+            UnixStream::connect(control.join("control.sock")).is_err(),
+            "{name}: a daemon serves anyway"
+        );
+    }
+}
+
+/// A request on a fresh connection with a read timeout (a blocked daemon fails the test
+/// instead of hanging it).
+fn call_bounded(d: &Daemon, method: &str, params: Value) -> Value {
+    let mut s = UnixStream::connect(d.socket()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let req = json!({"token": d.token(), "method": method, "params": params});
+    s.write_all(format!("{req}\n").as_bytes()).unwrap();
+    let mut line = String::new();
+    BufReader::new(s)
+        .read_line(&mut line)
+        .unwrap_or_else(|e| panic!("{method}: no answer within 10 s ({e})"));
+    serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad response {line:?}: {e}"))
+}
+
+/// Item 10: a FIFO as the profiles file blocked every worker that opened it. Now each
+/// create that names a profile is refused with `unsafe_file`, and others are served.
+#[test]
+fn a_fifo_profiles_file_is_refused_without_blocking_creates() {
+    let tmp = tempfile::Builder::new().prefix("maxx-t").tempdir().unwrap();
+    let fifo = tmp.path().join("agent-profiles.json");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo on a path we own.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let d = Daemon::start_with_env(&[("MAXX_PROFILES_FILE", fifo.display().to_string())]);
+    let handles: Vec<_> = (0..4)
+        .map(|_| {
+            let (socket, token) = (d.socket(), d.token());
+            std::thread::spawn(move || {
+                let mut s = UnixStream::connect(socket).unwrap();
+                s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                let req = json!({"token": token, "method": "sessions.create",
+                    "params": {"profile": "agent", "command": "sleep 30"}});
+                s.write_all(format!("{req}\n").as_bytes()).unwrap();
+                let mut line = String::new();
+                BufReader::new(s)
+                    .read_line(&mut line)
+                    .expect("a create with a FIFO profiles file is answered");
+                serde_json::from_str::<Value>(&line).unwrap()
+            })
+        })
+        .collect();
+    for h in handles {
+        let r = h.join().unwrap();
+        assert_eq!(r["ok"], false, "{r}");
+        assert_eq!(r["error"]["code"], "unsafe_file", "{r}");
+        assert!(r["error"]["remedy"].is_string(), "{r}");
+    }
+    let r = call_bounded(&d, "profiles.list", json!({}));
+    assert_eq!(r["error"]["code"], "unsafe_file", "{r}");
+    let r = call_bounded(&d, "sessions.create", json!({"command": "sleep 30"}));
+    assert_eq!(r["ok"], true, "{r}");
+}
+
+/// Whether `pid` is gone (or a zombie nobody has reaped yet: it runs nothing).
+fn dead(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat[stat.rfind(')').unwrap() + 2..].starts_with('Z'),
+    }
+}
+
+fn read_pid(path: &Path) -> i32 {
+    wait_for("the grandchild's pid file", Duration::from_secs(10), || {
+        std::fs::read_to_string(path)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+    })
+}
+
+/// The leader ignores SIGHUP and SIGTERM; a background grandchild in its group too.
+fn stubborn(pidfile: &Path) -> String {
+    format!(
+        "trap '' HUP TERM; sleep 1000 & echo $! > {}; exec sleep 1000",
+        pidfile.display()
+    )
+}
+
+/// The leader dies of the hangup; its background grandchild ignores SIGHUP and SIGTERM.
+fn stubborn_grandchild(pidfile: &Path, then: &str) -> String {
+    // The grandchild writes its pid once it ignores the signals, and the leader goes on
+    // only then (a leader that exits first hangs up a grandchild not yet ignoring them).
+    let f = pidfile.display();
+    format!(
+        "sh -c 'trap \"\" HUP TERM; echo $$ > {f}; exec sleep 1000' & \
+         until [ -s {f} ]; do sleep 0.01; done; {then}"
+    )
+}
+
+/// Item 18: cancel and close end the session's whole process group, escalating to
+/// SIGKILL, whether the leader or a grandchild ignores the hangup, and also what a program
+/// that already exited left running in its group.
+#[test]
+fn cancel_and_close_end_the_whole_process_group() {
+    let d = Daemon::start();
+    let cases = [
+        (
+            "leader and grandchild ignore",
+            stubborn(&d.path("a.pid")),
+            "a.pid",
+            false,
+        ),
+        (
+            "grandchild ignores",
+            stubborn_grandchild(&d.path("b.pid"), "wait"),
+            "b.pid",
+            false,
+        ),
+        (
+            "leader exited, grandchild ignores",
+            stubborn_grandchild(&d.path("c.pid"), "exit 3"),
+            "c.pid",
+            true,
+        ),
+    ];
+    for (what, command, pidfile, exits) in cases {
+        let s = d.create(json!({ "command": command }));
+        let id = sid(&s);
+        let leader = s["pid"].as_i64().unwrap() as i32;
+        let grandchild = read_pid(&d.path(pidfile));
+        if exits {
+            d.ok(
+                "sessions.wait",
+                json!({"session_id": id, "lifecycle": "exited", "timeout": 10}),
+            );
+            assert!(!dead(grandchild), "{what}: the grandchild runs on");
+            d.ok("sessions.cancel", json!({"session_id": id}));
+        } else {
+            d.ok("sessions.cancel", json!({"session_id": id}));
+        }
+        wait_for(
+            &format!("{what}: the session's group to end"),
+            Duration::from_secs(10),
+            || (dead(leader) && dead(grandchild)).then_some(()),
+        );
+    }
+}
+
+/// Item 18: a clean daemon stop ends every session's group before the daemon exits, even
+/// a program that ignores SIGHUP and SIGTERM.
+#[test]
+fn a_clean_daemon_stop_ends_every_sessions_process_group() {
+    let mut d = Daemon::start();
+    let a = d.create(json!({ "command": stubborn(&d.path("a.pid")) }));
+    let b = d.create(json!({ "command": stubborn_grandchild(&d.path("b.pid"), "wait") }));
+    let pids = [
+        a["pid"].as_i64().unwrap() as i32,
+        read_pid(&d.path("a.pid")),
+        b["pid"].as_i64().unwrap() as i32,
+        read_pid(&d.path("b.pid")),
+    ];
+    let status = d.stop_with(libc::SIGTERM);
+    assert!(status.success(), "{status:?}");
+    // The daemon waited for them: they are gone as soon as it has exited (the grandchildren
+    // were re-parented away from it, so allow for their reaping).
+    wait_for(
+        &format!("every session's program to end: {pids:?}"),
+        Duration::from_secs(2),
+        || pids.iter().all(|p| dead(*p)).then_some(()),
+    );
+}
