@@ -3,6 +3,7 @@
 
 mod common;
 mod declarations;
+mod hostile_gates;
 mod human;
 mod keys;
 mod lifecycle;
