@@ -312,7 +312,7 @@ pub fn render_status(status: &Value) -> String {
             escape_controls(status["policy"]["path"].as_str().unwrap_or("?")),
             reasons.join("; ")
         ));
-        out.push_str("  fix the file and restart the daemon (`maxx policy validate` checks it)\n");
+        out.push_str("  fix the file and restart the daemon (`maxx policy validate --config FILE` checks it)\n");
     }
     out
 }
