@@ -34,7 +34,9 @@ pub enum Capability {
     TabsClose,
     /// `input:send`: write text into a session's terminal (`sessions.paste`, input actions).
     InputSend,
-    /// `keys:press`: send key presses, interrupts included (`sessions.send-keys`).
+    /// `keys:press`: send key presses, interrupts included (`sessions.send-keys`). Text
+    /// typed through `send-keys` needs `input:send` too, and an interrupt whose signal ends
+    /// the program needs `tabs:close` too (see [`Call::capabilities`]).
     KeysPress,
     /// `state:set`: declare state, events, workflow state, summaries and results.
     StateSet,
@@ -55,7 +57,8 @@ pub enum Capability {
     /// `surface:attach`: a person attaches a terminal to a session, seeing its screen and
     /// typing into it (`maxx attach`). A mutation: an attached person sends input and resizes
     /// the PTY. The built-in `local-cli` source holds it; external, webhook and token sources
-    /// hold it only when a policy file allowlists it.
+    /// hold it only when a policy file allowlists it. Attaching shows the screen, so
+    /// `sessions.attach` needs `output:read` as well, which no source holds by default.
     SurfaceAttach,
 }
 
