@@ -356,7 +356,9 @@ fn run_refuses_to_type_into_a_waiting_read_and_timeout_zero_means_no_limit() {
     let r = d.ok_as(
         READER,
         "sessions.wait",
-        json!({"session_id": id, "until": "GOT:[", "timeout": 10}),
+        // Not `GOT:[` alone: the echoed command line holds that, so the wait would match
+        // before the shell has read anything.
+        json!({"session_id": id, "until": "GOT:[hello]", "timeout": 10}),
     );
     assert_eq!(r["outcome"], "matched");
     let dump = d.ok_as(READER, "sessions.dump", json!({"session_id": id}))["text"]
