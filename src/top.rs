@@ -296,7 +296,10 @@ fn draw_detail(f: &mut Frame, app: &App, area: Rect) {
             if let Some(m) = v["metadata"].as_object().filter(|m| !m.is_empty()) {
                 let chips: Vec<String> = m
                     .iter()
-                    .map(|(k, val)| format!("{}={val}", crate::views::escape_controls(k)))
+                    .map(|(k, val)| {
+                        let k = crate::views::escape_controls(k);
+                        format!("{k}={}", crate::views::json_text(val))
+                    })
                     .collect();
                 lines.push(Line::from(format!("metadata: {}", chips.join("  "))));
             }
@@ -317,7 +320,7 @@ fn draw_detail(f: &mut Frame, app: &App, area: Rect) {
                         if e["payload"].is_null() {
                             String::new()
                         } else {
-                            e["payload"].to_string()
+                            crate::views::json_text(&e["payload"])
                         }
                     )));
                 }
@@ -364,7 +367,7 @@ fn request(
 
 /// An error as the status line shows it.
 fn status_text(e: &ErrorBody) -> String {
-    format!("{}: {}", e.code, e.message)
+    crate::views::escape_controls(&format!("{}: {}", e.code, e.message))
 }
 
 /// Run the dashboard until `q`.
@@ -639,6 +642,27 @@ mod tests {
         settings.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots/maxx-top"));
         settings.set_prepend_module_to_snapshot(false);
         settings.bind(|| insta::assert_snapshot!(name, text));
+    }
+
+    #[test]
+    fn session_data_is_shown_escaped() {
+        let mut app = App::default();
+        app.upsert(session(
+            1,
+            "running",
+            json!({"title": "\x1b]0;PWNED\x07", "summary": "\x1b]52;c;aGk=\x07",
+                   "command": "make\u{9b}2J", "metadata": {"k": "v\x7f"}, "result": "r\x1b[2J"}),
+        ));
+        let text = frame(&app, 160, 24);
+        assert!(
+            !text.chars().any(|c| c != '\n' && c.is_control()),
+            "{text:?}"
+        );
+        assert!(text.contains(r"\x1b]0;PWNED\x07"), "{text}");
+        assert!(text.contains(r"make\u{9b}2J"), "{text}");
+        assert!(text.contains(r#"k="v\u007f""#), "{text}");
+        let (prompt, _) = app.confirmation_for('a').unwrap();
+        assert!(prompt.contains(r"\x1b]0;PWNED\x07"), "{prompt}");
     }
 
     #[test]
