@@ -204,7 +204,8 @@ fn send_keys_with_text_needs_input_send() {
         source("keys-only", "token", &["keys:press", "tabs:list"], &[]),
         source("typist", "token", &["keys:press", "input:send", "tabs:list"], &[]),
     ]}));
-    let id = sid(&d.create(json!({"command": "cat"})));
+    // An interactive shell: C-c does not end it.
+    let id = sid(&d.create(json!({"command": "sh"})));
     let send = |caller: &str, keys: Value, literal: bool| {
         d.call_as(
             caller,

@@ -733,7 +733,10 @@ impl Call {
 fn decode<T: DeserializeOwned>(params: Value) -> Result<T, ErrorBody> {
     T::deserialize(&params).map_err(|e| {
         ErrorBody::invalid(format!("bad params: {}", decode_error_message(&e, &params)))
-            .with_remedy("fix that field's type; `maxx <noun> <verb> --help` lists the fields")
+            .with_remedy(
+                "send the fields the method takes, each of its type: `maxx <noun> <verb> --help` \
+                 and docs/protocol.md list them",
+            )
     })
 }
 
