@@ -559,6 +559,17 @@ fn handle_key(
                 let _ = terminal.clear();
                 app.status_line = Some(match outcome {
                     Ok(_) => "back from attach".into(),
+                    // Say why and what to do: a refused attach names the policy line to add.
+                    Err(
+                        crate::client::ClientError::Failed(e)
+                        | crate::client::ClientError::NoDaemon(e),
+                    ) => match &e.remedy {
+                        Some(r) => {
+                            let r = crate::views::escape_controls(r);
+                            format!("attach failed: {} — {r}", status_text(&e))
+                        }
+                        None => format!("attach failed: {}", status_text(&e)),
+                    },
                     Err(_) => "attach failed".into(),
                 });
             }
