@@ -137,7 +137,10 @@ fn run(cli: Cli) -> i32 {
             PolicyVerb::Validate { config } => {
                 match maxx_actors::policy::validate_config_file(&config) {
                     Ok(summary) => {
-                        println!("{}", json!({"ok": true, "result": summary}));
+                        println!(
+                            "{}",
+                            views::json_text(&json!({"ok": true, "result": summary}))
+                        );
                         0
                     }
                     Err(reasons) => {
@@ -262,7 +265,7 @@ fn ls(target: &Target, caller: &Option<String>, a: LsArgs) -> i32 {
     };
     let sessions = result["sessions"].as_array().cloned().unwrap_or_default();
     if a.json {
-        println!("{}", Value::Array(sessions));
+        println!("{}", views::json_text(&Value::Array(sessions)));
     } else {
         print!(
             "{}",
@@ -281,7 +284,7 @@ fn ls(target: &Target, caller: &Option<String>, a: LsArgs) -> i32 {
 fn status(target: &Target, caller: &Option<String>, a: StatusArgs) -> i32 {
     match fetch(target, caller, "daemon.status", json!({})) {
         Ok(s) if a.json => {
-            println!("{s}");
+            println!("{}", views::json_text(&s));
             0
         }
         Ok(s) => {
@@ -433,7 +436,7 @@ fn watch(
     let mut code = 0;
     let result = client::stream_lines(target, method, params, caller.as_deref(), confirm, |line| {
         if line.get("ok") == Some(&Value::Bool(false)) {
-            eprintln!("{line}");
+            eprintln!("{}", views::json_text(&line));
             code = EXIT_FAILED;
             return;
         }
@@ -441,7 +444,7 @@ fn watch(
             code = EXIT_FAILED;
         }
         let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{line}");
+        let _ = writeln!(out, "{}", views::json_text(&line));
         let _ = out.flush();
     });
     match result {
@@ -451,7 +454,10 @@ fn watch(
 }
 
 fn print_error(error: &ErrorBody) {
-    eprintln!("{}", json!({ "ok": false, "error": error }));
+    eprintln!(
+        "{}",
+        views::json_text(&json!({ "ok": false, "error": error }))
+    );
 }
 
 /// Print the response and pick the exit code.
@@ -481,10 +487,7 @@ fn report(method: &str, response: Result<Response, ClientError>) -> i32 {
         }
         return EXIT_FAILED;
     }
-    println!(
-        "{}",
-        serde_json::to_string(&response).unwrap_or_else(|_| "{}".into())
-    );
+    println!("{}", views::json_text(&response));
     if method == "sessions.run" {
         // Mirror the child's exit code.
         return response

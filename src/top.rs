@@ -63,6 +63,11 @@ fn s<'a>(v: &'a Value, k: &str) -> &'a str {
     v[k].as_str().unwrap_or("")
 }
 
+/// A string field made safe for the terminal (see [`crate::views::escape_controls`]).
+fn shown(v: &Value, k: &str) -> String {
+    crate::views::escape_controls(s(v, k))
+}
+
 fn lifecycle_style(l: &str) -> Style {
     match l {
         "running" => Style::default().fg(Color::Green),
@@ -112,10 +117,12 @@ impl App {
     fn confirmation_for(&self, key: char) -> Option<(String, Action)> {
         let v = self.selected_session()?;
         let id = s(v, "session_id").to_string();
-        let name = v["title"]
-            .as_str()
-            .or_else(|| v["command"].as_str())
-            .unwrap_or("(shell)");
+        let name = crate::views::escape_controls(
+            v["title"]
+                .as_str()
+                .or_else(|| v["command"].as_str())
+                .unwrap_or("(shell)"),
+        );
         let who = format!("{} ({name})", short(&id));
         Some(match key {
             'i' => (
@@ -191,11 +198,12 @@ fn draw_table(f: &mut Frame, app: &App, area: Rect, now: SystemTime) {
                 short(s(v, "session_id")),
                 if v["focused"] == true { "*" } else { "" }
             );
-            let title = v["title"]
-                .as_str()
-                .or_else(|| v["command"].as_str())
-                .unwrap_or("(shell)")
-                .to_string();
+            let title = crate::views::escape_controls(
+                v["title"]
+                    .as_str()
+                    .or_else(|| v["command"].as_str())
+                    .unwrap_or("(shell)"),
+            );
             let lifecycle = s(v, "lifecycle");
             let lc_text = match (lifecycle, &v["exit_code"], &v["exit_signal"]) {
                 ("exited", Value::Number(n), _) => format!("exited({n})"),
@@ -214,8 +222,10 @@ fn draw_table(f: &mut Frame, app: &App, area: Rect, now: SystemTime) {
                     Cell::from(title),
                     lc,
                     st,
-                    Cell::from(v["group"].as_str().unwrap_or("-").to_string())
-                        .style(Style::default().fg(Color::Magenta)),
+                    Cell::from(crate::views::escape_controls(
+                        v["group"].as_str().unwrap_or("-"),
+                    ))
+                    .style(Style::default().fg(Color::Magenta)),
                     Cell::from(
                         v["parent_id"]
                             .as_str()
@@ -224,7 +234,7 @@ fn draw_table(f: &mut Frame, app: &App, area: Rect, now: SystemTime) {
                     ),
                     Cell::from(v["restart_count"].to_string()),
                     Cell::from(crate::views::age(s(v, "created_at"), now)),
-                    Cell::from(s(v, "summary").to_string()),
+                    Cell::from(shown(v, "summary")),
                 ])
             }
         })
@@ -278,27 +288,39 @@ fn draw_detail(f: &mut Frame, app: &App, area: Rect) {
                     id.to_string(),
                     Style::default().add_modifier(Modifier::BOLD),
                 ),
-                Span::raw(format!("  {}", v["command"].as_str().unwrap_or("(shell)"))),
+                Span::raw(format!(
+                    "  {}",
+                    crate::views::escape_controls(v["command"].as_str().unwrap_or("(shell)"))
+                )),
             ]));
             if let Some(m) = v["metadata"].as_object().filter(|m| !m.is_empty()) {
-                let chips: Vec<String> = m.iter().map(|(k, val)| format!("{k}={val}")).collect();
+                let chips: Vec<String> = m
+                    .iter()
+                    .map(|(k, val)| {
+                        let k = crate::views::escape_controls(k);
+                        format!("{k}={}", crate::views::json_text(val))
+                    })
+                    .collect();
                 lines.push(Line::from(format!("metadata: {}", chips.join("  "))));
             }
             if let Some(r) = v["result"].as_str() {
-                lines.push(Line::from(format!("result: {r}")));
+                lines.push(Line::from(format!(
+                    "result: {}",
+                    crate::views::escape_controls(r)
+                )));
             }
             if let Some(q) = app.recent.get(id) {
                 for e in q.iter().rev() {
                     lines.push(Line::from(format!(
                         "#{} {} {} {} {}",
                         e["cursor"],
-                        s(e, "source_kind"),
-                        s(e, "kind"),
-                        s(e, "name"),
+                        shown(e, "source_kind"),
+                        shown(e, "kind"),
+                        shown(e, "name"),
                         if e["payload"].is_null() {
                             String::new()
                         } else {
-                            e["payload"].to_string()
+                            crate::views::json_text(&e["payload"])
                         }
                     )));
                 }
@@ -345,7 +367,7 @@ fn request(
 
 /// An error as the status line shows it.
 fn status_text(e: &ErrorBody) -> String {
-    format!("{}: {}", e.code, e.message)
+    crate::views::escape_controls(&format!("{}: {}", e.code, e.message))
 }
 
 /// Run the dashboard until `q`.
@@ -375,7 +397,10 @@ pub fn run(target: &Target, caller: &Option<String>) -> i32 {
     match request(target, caller, "sessions.list", json!({})) {
         Ok(r) => app.sessions = r["sessions"].as_array().cloned().unwrap_or_default(),
         Err(e) => {
-            eprintln!("{}", json!({ "ok": false, "error": e }));
+            eprintln!(
+                "{}",
+                crate::views::json_text(&json!({ "ok": false, "error": e }))
+            );
             return if e.code == ErrorCode::NoDaemon { 3 } else { 1 };
         }
     }
@@ -404,7 +429,10 @@ pub fn run(target: &Target, caller: &Option<String>) -> i32 {
                 format!("cannot start the dashboard: {e}"),
             )
             .with_remedy("run `maxx top` in an interactive terminal");
-            eprintln!("{}", json!({ "ok": false, "error": e }));
+            eprintln!(
+                "{}",
+                crate::views::json_text(&json!({ "ok": false, "error": e }))
+            );
             return 2;
         }
     };
@@ -531,6 +559,17 @@ fn handle_key(
                 let _ = terminal.clear();
                 app.status_line = Some(match outcome {
                     Ok(_) => "back from attach".into(),
+                    // Say why and what to do: a refused attach names the policy line to add.
+                    Err(
+                        crate::client::ClientError::Failed(e)
+                        | crate::client::ClientError::NoDaemon(e),
+                    ) => match &e.remedy {
+                        Some(r) => {
+                            let r = crate::views::escape_controls(r);
+                            format!("attach failed: {} — {r}", status_text(&e))
+                        }
+                        None => format!("attach failed: {}", status_text(&e)),
+                    },
                     Err(_) => "attach failed".into(),
                 });
             }
@@ -614,6 +653,27 @@ mod tests {
         settings.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots/maxx-top"));
         settings.set_prepend_module_to_snapshot(false);
         settings.bind(|| insta::assert_snapshot!(name, text));
+    }
+
+    #[test]
+    fn session_data_is_shown_escaped() {
+        let mut app = App::default();
+        app.upsert(session(
+            1,
+            "running",
+            json!({"title": "\x1b]0;PWNED\x07", "summary": "\x1b]52;c;aGk=\x07",
+                   "command": "make\u{9b}2J", "metadata": {"k": "v\x7f"}, "result": "r\x1b[2J"}),
+        ));
+        let text = frame(&app, 160, 24);
+        assert!(
+            !text.chars().any(|c| c != '\n' && c.is_control()),
+            "{text:?}"
+        );
+        assert!(text.contains(r"\x1b]0;PWNED\x07"), "{text}");
+        assert!(text.contains(r"make\u{9b}2J"), "{text}");
+        assert!(text.contains(r#"k="v\u007f""#), "{text}");
+        let (prompt, _) = app.confirmation_for('a').unwrap();
+        assert!(prompt.contains(r"\x1b]0;PWNED\x07"), "{prompt}");
     }
 
     #[test]

@@ -39,6 +39,48 @@ pub fn age(created_at: &str, now: SystemTime) -> String {
     }
 }
 
+/// Make text from the daemon safe to print to a person's terminal: every control character
+/// (C0, DEL, C1 including U+009B CSI) becomes a visible escape (`\x1b`, `\x7f`, `\u{9b}`),
+/// so a title, command, summary or metadata value can never move the cursor, retitle,
+/// clear or write the clipboard of the terminal showing it. A backslash is left as is.
+/// Every human view passes data it did not produce through here; `--json` does not (JSON
+/// escapes control characters itself).
+pub fn escape_controls(text: &str) -> String {
+    if !text.chars().any(char::is_control) {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c as u32 {
+            0x00..=0x1f | 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
+            0x80..=0x9f => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// JSON text for a terminal or a pipe: what `serde_json` writes, with DEL and the C1
+/// controls (U+0080..U+009F, which include the one-character CSI U+009B) escaped as
+/// `\u00XX` too. serde_json escapes C0 only; the rest are legal raw in JSON but a
+/// terminal acts on them. Outside strings JSON text is ASCII, so every such character is
+/// inside a string and its escape decodes to the same value: the data stays verbatim.
+pub fn json_text(value: &impl serde::Serialize) -> String {
+    let text = serde_json::to_string(value).unwrap_or_else(|_| "null".into());
+    if !text.chars().any(|c| ('\u{7f}'..='\u{9f}').contains(&c)) {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if ('\u{7f}'..='\u{9f}').contains(&c) {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 fn paint(text: &str, code: &str, color: bool) -> String {
     if color && !code.is_empty() {
         format!("\x1b[{code}m{text}\x1b[0m")
@@ -114,7 +156,7 @@ pub fn render_table(
     ];
     let mut rows: Vec<Row> = Vec::new();
     for s in sessions {
-        let str_of = |k: &str| s[k].as_str().unwrap_or("").to_string();
+        let str_of = |k: &str| escape_controls(s[k].as_str().unwrap_or(""));
         let lifecycle = str_of("lifecycle");
         let mut lc = lifecycle.clone();
         if lifecycle == "exited" {
@@ -128,11 +170,12 @@ pub fn render_table(
             lc.push('!');
         }
         let state = str_of("workflow_state");
-        let title = s["title"]
-            .as_str()
-            .or_else(|| s["command"].as_str())
-            .unwrap_or("(shell)")
-            .to_string();
+        let title = escape_controls(
+            s["title"]
+                .as_str()
+                .or_else(|| s["command"].as_str())
+                .unwrap_or("(shell)"),
+        );
         let mut summary = str_of("summary");
         if wide {
             if let Some(m) = s["metadata"].as_object() {
@@ -143,7 +186,7 @@ pub fn render_table(
                             Value::String(s) => s.clone(),
                             other => other.to_string(),
                         };
-                        format!("[{k}={v}]")
+                        format!("[{}={}]", escape_controls(k), escape_controls(&v))
                     })
                     .collect();
                 if !chips.is_empty() {
@@ -162,7 +205,7 @@ pub fn render_table(
                 } else {
                     state.clone()
                 },
-                s["group"].as_str().unwrap_or("-").to_string(),
+                escape_controls(s["group"].as_str().unwrap_or("-")),
                 s["parent_id"]
                     .as_str()
                     .map(short)
@@ -228,16 +271,16 @@ pub fn render_status(status: &Value) -> String {
         .as_object()
         .map(|m| {
             m.iter()
-                .map(|(k, v)| format!("{v} {k}"))
+                .map(|(k, v)| format!("{v} {}", escape_controls(k)))
                 .collect::<Vec<_>>()
                 .join(", ")
         })
         .unwrap_or_default();
     let mut out = format!(
         "maxx {} (pid {}) — control dir {}\n",
-        status["version"].as_str().unwrap_or("?"),
+        escape_controls(status["version"].as_str().unwrap_or("?")),
         status["pid"],
-        status["control_dir"].as_str().unwrap_or("?"),
+        escape_controls(status["control_dir"].as_str().unwrap_or("?")),
     );
     out.push_str(&format!(
         "sessions: {}{}\n",
@@ -249,8 +292,63 @@ pub fn render_status(status: &Value) -> String {
         }
     ));
     if let Some(f) = status["focused"].as_str() {
-        out.push_str(&format!("focused: {}\n", short(f)));
+        out.push_str(&format!("focused: {}\n", escape_controls(&short(f))));
     }
     out.push_str(&format!("bus cursor: {}\n", status["bus_cursor"]));
+    // A rejected policy file leaves only the built-in sources in force: say so here, not
+    // only in `maxx policy sources`.
+    if status["policy"]["status"] == "rejected" {
+        let reasons: Vec<String> = status["policy"]["reasons"]
+            .as_array()
+            .map(|r| {
+                r.iter()
+                    .filter_map(Value::as_str)
+                    .map(escape_controls)
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "policy: REJECTED {} — only the built-in sources are in force: {}\n",
+            escape_controls(status["policy"]["path"].as_str().unwrap_or("?")),
+            reasons.join("; ")
+        ));
+        out.push_str("  fix the file and restart the daemon (`maxx policy validate --config FILE` checks it)\n");
+    }
     out
+}
+
+#[cfg(test)]
+mod escape_tests {
+    use super::*;
+
+    #[test]
+    fn escape_controls_makes_every_control_visible() {
+        assert_eq!(escape_controls("plain – ü"), "plain – ü");
+        assert_eq!(
+            escape_controls("\x1b]0;PWNED\x07\x1b[2J"),
+            r"\x1b]0;PWNED\x07\x1b[2J"
+        );
+        assert_eq!(escape_controls("a\tb\nc\rd\0"), r"a\x09b\x0ac\x0dd\x00");
+        assert_eq!(
+            escape_controls("x\u{9b}31m\x7f\u{85}"),
+            r"x\u{9b}31m\x7f\u{85}"
+        );
+        for c in (0u32..0x20).chain(0x7f..0xa0).filter_map(char::from_u32) {
+            assert!(!escape_controls(&c.to_string())
+                .chars()
+                .any(char::is_control));
+        }
+    }
+
+    #[test]
+    fn json_text_escapes_del_and_c1_and_round_trips() {
+        let v = serde_json::json!({"t": "\x1b[2J\u{9b}31m\x7f é", "n": 1});
+        let text = json_text(&v);
+        assert!(!text.chars().any(char::is_control), "{text:?}");
+        assert!(
+            text.contains(r"\u009b") && text.contains(r"\u007f"),
+            "{text}"
+        );
+        assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), v);
+    }
 }

@@ -80,7 +80,7 @@ fn attach_types_shows_resizes_and_detaches() {
         .unwrap();
     let cooked = pair.master.get_termios().unwrap();
     let mut cmd = CommandBuilder::new(maxx_bin());
-    cmd.args(["attach", id.as_str()]);
+    cmd.args(["attach", "--as", READER, id.as_str()]);
     cmd.env("MAXX_CONTROL_DIR", &d.control);
     let mut child = pair.slave.spawn_command(cmd).unwrap();
     drop(pair.slave);
@@ -143,6 +143,11 @@ fn attach_types_shows_resizes_and_detaches() {
     assert_eq!(restored.output_flags, cooked.output_flags);
     // The session is still running.
     assert_eq!(d.get(&id)["lifecycle"], "running");
-    let err = d.cli(&["attach", "2B0E0000-0000-4000-8000-000000000000"]);
+    let err = d.cli(&[
+        "attach",
+        "--as",
+        READER,
+        "2B0E0000-0000-4000-8000-000000000000",
+    ]);
     assert_ne!(err.status.code(), Some(0));
 }

@@ -356,7 +356,8 @@ fn run_refuses_to_type_into_a_waiting_read_and_timeout_zero_means_no_limit() {
     let r = d.ok_as(
         READER,
         "sessions.wait",
-        // (The command line itself shows `GOT:[$x]`: wait for the answer, not the echo.)
+        // Not `GOT:[` alone: the echoed command line holds that, so the wait would match
+        // before the shell has read anything.
         json!({"session_id": id, "until": "GOT:[hello]", "timeout": 10}),
     );
     assert_eq!(r["outcome"], "matched");

@@ -4,6 +4,7 @@
 mod common;
 mod declarations;
 mod hostile_daemon;
+mod hostile_gates;
 mod human;
 mod keys;
 mod lifecycle;

@@ -382,7 +382,7 @@ fn attach_while_a_program_queries_gets_one_answer_and_no_outer_replies() {
         })
         .unwrap();
     let mut cmd = CommandBuilder::new(maxx_bin());
-    cmd.args(["attach", id.as_str()]);
+    cmd.args(["attach", "--as", READER, id.as_str()]);
     cmd.env("MAXX_CONTROL_DIR", &d.control);
     let mut child = pair.slave.spawn_command(cmd).unwrap();
     drop(pair.slave);

@@ -202,7 +202,10 @@ async fn serve(stream: &mut UnixStream, ctx: &DaemonContext) -> Option<Response>
     tracing::debug!(method = call.method(), caller, "request");
     // The policy decides before anything runs — before any session or parent lookup, so a
     // denied caller learns nothing about which ids exist.
-    if let Err(e) = authorize(&call, claimed, confirm, ctx).await {
+    if let Err(e) = authorize(&call, call.capabilities(), claimed.clone(), confirm, ctx).await {
+        return Some(Response::err(e).with_id(id));
+    }
+    if let Err(e) = authorize_new_command(&call, claimed, confirm, ctx).await {
         return Some(Response::err(e).with_id(id));
     }
     let result = match call {
@@ -236,13 +239,17 @@ fn decode_request(line: &[u8], ctx: &DaemonContext) -> Result<Request, Box<Respo
     }
     serde_json::from_slice::<maxx_protocol::envelope::NoDuplicateKeys>(line).map_err(|e| {
         Box::new(Response::err(ErrorBody::invalid(format!(
-            "malformed request: {e}"
+            "malformed request: {}",
+            maxx_protocol::request::redact_serde_values(&e.to_string())
         ))))
     })?;
     let envelope: RequestEnvelope = serde_json::from_slice(line).map_err(|e| {
         Box::new(Response::err(
-            ErrorBody::invalid(format!("malformed request: {e}"))
-                .with_remedy("send one JSON object {token, method, params} per line"),
+            ErrorBody::invalid(format!(
+                "malformed request: {}",
+                maxx_protocol::request::redact_serde_values(&e.to_string())
+            ))
+            .with_remedy("send one JSON object {token, method, params} per line"),
         ))
     })?;
     let id = envelope.id.clone();
@@ -283,11 +290,11 @@ fn decode_request(line: &[u8], ctx: &DaemonContext) -> Result<Request, Box<Respo
 /// Ask the policy about a request; `unauthorized` / `confirmation_required` stop it.
 async fn authorize(
     call: &Call,
+    capabilities: Vec<maxx_protocol::capability::Capability>,
     caller: Option<String>,
     confirm: bool,
     ctx: &DaemonContext,
 ) -> Result<(), ErrorBody> {
-    let capabilities = call.capabilities();
     if capabilities.is_empty() {
         return Ok(());
     }
@@ -305,6 +312,38 @@ async fn authorize(
     )
     .await?;
     decision.into_result()
+}
+
+/// `sessions.restart` with a `command` other than the recorded one starts a new program: it
+/// needs `tabs:spawn` as well as the `tabs:restart` already granted. Only a caller holding
+/// `tabs:restart` gets this far, so the lookup tells no one else which ids exist. An unknown
+/// id is left to the restart itself (`not_found`).
+async fn authorize_new_command(
+    call: &Call,
+    caller: Option<String>,
+    confirm: bool,
+    ctx: &DaemonContext,
+) -> Result<(), ErrorBody> {
+    let Call::Restart {
+        session_id,
+        command: Some(command),
+    } = call
+    else {
+        return Ok(());
+    };
+    let view = ask(
+        &ctx.registry,
+        |r| RegistryMsg::Get(session_id.clone(), r),
+        ACTOR_CALL_TIMEOUT,
+    )
+    .await?;
+    match view {
+        Some(view) if view.command.as_deref() != Some(command.as_str()) => {
+            let spawn = vec![maxx_protocol::capability::Capability::TabsSpawn];
+            authorize(call, spawn, caller, confirm, ctx).await
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Ask an actor and wait for the answer, mapping a dead or stuck actor to `internal`.
@@ -1024,6 +1063,15 @@ async fn status(ctx: &DaemonContext) -> Result<Value, ErrorBody> {
     }
     let cursor = ask(&ctx.bus, BusMsg::Cursor, ACTOR_CALL_TIMEOUT).await?;
     let focused = ask(&ctx.registry, RegistryMsg::Focused, ACTOR_CALL_TIMEOUT).await?;
+    // The fate of the policy file: a rejected one means only the built-ins are enforced,
+    // which a person must see where they look first.
+    let policy = ask(
+        &ctx.policy,
+        crate::policy::PolicyMsg::Sources,
+        ACTOR_CALL_TIMEOUT,
+    )
+    .await?
+    .config;
     Ok(json!({
         "version": env!("CARGO_PKG_VERSION"),
         "protocol": maxx_protocol::PROTOCOL_VERSION,
@@ -1033,6 +1081,7 @@ async fn status(ctx: &DaemonContext) -> Result<Value, ErrorBody> {
         "by_lifecycle": by_lifecycle,
         "focused": focused,
         "bus_cursor": cursor,
+        "policy": policy,
     }))
 }
 

@@ -80,6 +80,12 @@ pub const UNAVAILABLE: &[Capability] = &[Capability::GroupsList, Capability::Aut
 pub const OUTPUT_READ_OPT_IN: &str =
     r#"{"id":"local-reader","kind":"local","allow":["output:read","tabs:list"]}"#;
 
+/// The one policy-file source line that lets a person attach (`maxx attach --as
+/// local-attach`): attaching shows the screen, so it needs `output:read` beside
+/// `surface:attach`, which no built-in source holds. Quoted by the refusal's remedy.
+pub const ATTACH_OPT_IN: &str =
+    r#"{"id":"local-attach","kind":"local","allow":["surface:attach","output:read","tabs:list"]}"#;
+
 /// The tracing target every decision is logged under (the seed's `ControlPolicy` category).
 const LOG_TARGET: &str = "control_policy";
 
@@ -462,11 +468,16 @@ impl Policy {
         for &cap in capabilities {
             match self.verdict(source, cap, target, Some(method), confirm, approved) {
                 Verdict::Deny { reason, remedy } => {
+                    let remedy = if method == "sessions.attach" && cap.needs_opt_in() {
+                        self.attach_remedy()
+                    } else {
+                        remedy
+                    };
                     return Decision::Deny {
                         capability: Some(cap),
                         reason,
                         remedy,
-                    }
+                    };
                 }
                 Verdict::Confirm { reason, prompt } => {
                     if first_confirm.is_none() {
@@ -667,6 +678,15 @@ impl Policy {
                 self.file_name()
             )
         }
+    }
+
+    /// The remedy of an attach refused for want of `output:read`: the one line to add.
+    fn attach_remedy(&self) -> String {
+        format!(
+            "attaching shows the screen, which needs output:read: add the source \
+             {ATTACH_OPT_IN} to the \"sources\" of {}, then run `maxx attach --as local-attach`",
+            self.file_name()
+        )
     }
 
     fn file_name(&self) -> String {

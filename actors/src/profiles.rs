@@ -121,8 +121,13 @@ pub fn load(path: Option<&PathBuf>) -> Result<BTreeMap<String, Profile>, ErrorBo
         }
         other => other,
     };
-    serde_json::from_value(map)
-        .map_err(|e| ErrorBody::internal(format!("{}: bad profile: {e}", path.display())))
+    serde_json::from_value(map).map_err(|e| {
+        ErrorBody::internal(format!(
+            "{}: bad profile: {}",
+            path.display(),
+            maxx_protocol::request::redact_serde_values(&e.to_string())
+        ))
+    })
 }
 
 /// `profiles.list`: names, the fields each sets, and env key names only.

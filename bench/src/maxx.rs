@@ -159,7 +159,7 @@ impl Daemon {
                 .open(&policy)?;
             f.write_all(
                 format!(
-                    r#"{{"version":1,"sources":[{{"id":"{READER}","kind":"local","allow":["output:read","tabs:list"]}}]}}"#
+                    r#"{{"version":1,"sources":[{{"id":"{READER}","kind":"local","allow":["output:read","tabs:list","surface:attach"]}}]}}"#
                 )
                 .as_bytes(),
             )?;

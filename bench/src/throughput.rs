@@ -242,7 +242,12 @@ pub fn run(cfg: &Cfg) -> R<(Vec<Row>, Value)> {
             "sessions.wait",
             json!({"session_id": id, "lifecycle": "exited", "timeout": big.as_secs()}),
         )?;
-        let mut attach = c.open("sessions.attach", json!({"session_id": id}))?;
+        // Attaching shows the screen: it needs output:read, so it goes as the reader source.
+        let mut attach = c.open_as(
+            crate::maxx::READER,
+            "sessions.attach",
+            json!({"session_id": id}),
+        )?;
         let first = read_line(&mut attach)?;
         if first["ok"] != true {
             return Err(format!("maxx attach: {first}").into());

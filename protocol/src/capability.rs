@@ -34,7 +34,9 @@ pub enum Capability {
     TabsClose,
     /// `input:send`: write text into a session's terminal (`sessions.paste`, input actions).
     InputSend,
-    /// `keys:press`: send key presses, interrupts included (`sessions.send-keys`).
+    /// `keys:press`: send key presses, interrupts included (`sessions.send-keys`). Text
+    /// typed through `send-keys` needs `input:send` too, and an interrupt whose signal ends
+    /// the program needs `tabs:close` too (see [`Call::capabilities`]).
     KeysPress,
     /// `state:set`: declare state, events, workflow state, summaries and results.
     StateSet,
@@ -55,7 +57,8 @@ pub enum Capability {
     /// `surface:attach`: a person attaches a terminal to a session, seeing its screen and
     /// typing into it (`maxx attach`). A mutation: an attached person sends input and resizes
     /// the PTY. The built-in `local-cli` source holds it; external, webhook and token sources
-    /// hold it only when a policy file allowlists it.
+    /// hold it only when a policy file allowlists it. Attaching shows the screen, so
+    /// `sessions.attach` needs `output:read` as well, which no source holds by default.
     SurfaceAttach,
 }
 
@@ -314,7 +317,13 @@ mod tests {
 /// - `sessions.update` that sets `status` needs `state:set` (the stronger gate when both are
 ///   present); a metadata-only update needs `metadata:set`.
 /// - `sessions.action` depends on the action: focus → `tabs:focus`, input/submit →
-///   `input:send`, cancel/close → `tabs:close`, interrupt → `keys:press`.
+///   `input:send`, cancel/close → `tabs:close`, interrupt → `keys:press`; an interrupt
+///   whose `signal` ends the program (SIGTERM, SIGKILL, SIGHUP, SIGQUIT) also `tabs:close`.
+/// - `sessions.send-keys` with literal text (a word that is not a key name, `literal`, or
+///   an unmodified character) also needs `input:send`: it types input.
+/// - `sessions.restart` with a `command` other than the recorded one also needs
+///   `tabs:spawn` (checked by the daemon, which knows the recorded command).
+/// - `sessions.attach` shows the screen: `surface:attach` and `output:read`.
 /// - `sessions.wait` with `until`/`regex` reads the screen: `output:read`.
 pub const METHOD_CAPABILITIES: &[(&str, &[Capability])] = {
     use Capability::*;
@@ -357,7 +366,7 @@ pub const METHOD_CAPABILITIES: &[(&str, &[Capability])] = {
         ("sessions.paste", &[InputSend]),
         ("sessions.resize", &[InputSend]),
         ("sessions.set-restart-policy", &[TabsRestart]),
-        ("sessions.attach", &[SurfaceAttach]),
+        ("sessions.attach", &[SurfaceAttach, OutputRead]),
         ("daemon.status", &[TabsList]),
         ("daemon.stats", &[TabsList]),
         ("policy.check", &[]),
@@ -365,6 +374,7 @@ pub const METHOD_CAPABILITIES: &[(&str, &[Capability])] = {
     ]
 };
 
+use crate::keys::KeyToken;
 use crate::request::{ActionKind, Call, WaitCondition};
 
 impl Call {
@@ -383,12 +393,22 @@ impl Call {
                 caps
             }
             Call::Update(p) if p.status.is_some() => vec![StateSet],
-            Call::Action(p) => vec![match p.action {
-                ActionKind::Focus => TabsFocus,
-                ActionKind::Input | ActionKind::Submit => InputSend,
-                ActionKind::Cancel | ActionKind::Close => TabsClose,
-                ActionKind::Interrupt => KeysPress,
-            }],
+            // A signal that ends the program (anything but SIGINT) is a close, not a key.
+            Call::Action(p) => match p.action {
+                ActionKind::Focus => vec![TabsFocus],
+                ActionKind::Input | ActionKind::Submit => vec![InputSend],
+                ActionKind::Cancel | ActionKind::Close => vec![TabsClose],
+                ActionKind::Interrupt => match p.signal {
+                    Some(s) if s.ends_the_program() => vec![KeysPress, TabsClose],
+                    _ => vec![KeysPress],
+                },
+            },
+            // Literal text (and an unmodified character) types input: `input:send` too.
+            Call::SendKeys { keys, .. } if keys.iter().any(KeyToken::is_text) => {
+                vec![KeysPress, InputSend]
+            }
+            // Viewing a session shows its screen: `output:read` too.
+            Call::Attach { .. } => vec![SurfaceAttach, OutputRead],
             Call::Wait(p) if matches!(p.condition, WaitCondition::Text(_)) => vec![OutputRead],
             #[cfg(debug_assertions)]
             Call::DebugPanic(_) => vec![TabsClose],
@@ -441,5 +461,62 @@ mod table_tests {
                 "{m} has no capability entry"
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod gate_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn caps(method: &str, params: serde_json::Value) -> Vec<Capability> {
+        Call::decode(method, Some(params)).unwrap().capabilities()
+    }
+
+    const ID: &str = "2B0E0000-0000-4000-8000-000000000000";
+
+    #[test]
+    fn text_through_send_keys_is_input() {
+        use Capability::*;
+        let keys = |k: serde_json::Value, literal: bool| {
+            caps(
+                "sessions.send-keys",
+                json!({"session_id": ID, "keys": k, "literal": literal}),
+            )
+        };
+        assert_eq!(
+            keys(json!(["C-c", "Enter", "M-x", "Up"]), false),
+            [KeysPress]
+        );
+        for k in [
+            json!(["ls"]),
+            json!(["l"]),
+            json!(["S-x"]),
+            json!(["C-c", "rm"]),
+        ] {
+            assert_eq!(keys(k.clone(), false), [KeysPress, InputSend], "{k}");
+        }
+        assert_eq!(keys(json!(["Enter"]), true), [KeysPress, InputSend]);
+    }
+
+    #[test]
+    fn ending_signals_need_tabs_close_and_attach_reads_the_screen() {
+        use Capability::*;
+        let interrupt = |signal: Option<&str>| {
+            let mut p = json!({"session_id": ID, "action": "interrupt"});
+            if let Some(s) = signal {
+                p["signal"] = json!(s);
+            }
+            caps("sessions.action", p)
+        };
+        assert_eq!(interrupt(None), [KeysPress]);
+        assert_eq!(interrupt(Some("SIGINT")), [KeysPress]);
+        for s in ["SIGTERM", "SIGKILL", "SIGHUP", "SIGQUIT"] {
+            assert_eq!(interrupt(Some(s)), [KeysPress, TabsClose], "{s}");
+        }
+        assert_eq!(
+            caps("sessions.attach", json!({})),
+            [SurfaceAttach, OutputRead]
+        );
     }
 }

@@ -34,6 +34,21 @@ pub enum KeyToken {
     },
 }
 
+impl KeyToken {
+    /// Whether the token types text rather than pressing a key: literal text, or a
+    /// character with neither Ctrl nor Alt held. Text is input (`input:send`).
+    pub fn is_text(&self) -> bool {
+        match self {
+            KeyToken::Literal(_) => true,
+            KeyToken::Key {
+                key: NamedKey::Char(_),
+                mods,
+            } => !mods.ctrl && !mods.alt,
+            KeyToken::Key { .. } => false,
+        }
+    }
+}
+
 /// Modifiers of a chord; [`Mods::param`] is the xterm/kitty modifier parameter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Mods {

@@ -731,7 +731,88 @@ impl Call {
 }
 
 fn decode<T: DeserializeOwned>(params: Value) -> Result<T, ErrorBody> {
-    serde_json::from_value(params).map_err(|e| ErrorBody::invalid(format!("bad params: {e}")))
+    T::deserialize(&params).map_err(|e| {
+        ErrorBody::invalid(format!("bad params: {}", decode_error_message(&e, &params)))
+            .with_remedy(
+                "send the fields the method takes, each of its type: `maxx <noun> <verb> --help` \
+                 and docs/protocol.md list them",
+            )
+    })
+}
+
+/// A serde decode error as a message that never quotes a value the caller sent (an `env`
+/// entry, a profile's env, a token may be a secret): `invalid type: string "API_KEY=..."`
+/// becomes `env: invalid type: a string, expected a sequence`. The field is named when the
+/// offending value can be found under exactly one top-level key of `params`; the expected
+/// type is kept. Field names themselves (`unknown field`) are kept: they are names, not
+/// values.
+pub fn decode_error_message(e: &serde_json::Error, params: &Value) -> String {
+    let text = e.to_string();
+    let field = locate_field(&text, params);
+    let text = redact_serde_values(&text);
+    match field {
+        Some(f) => format!("{}: {text}", truncate(&f, 64)),
+        None => text,
+    }
+}
+
+/// `text` (a serde error message) with every quoted value replaced by its kind.
+pub fn redact_serde_values(text: &str) -> String {
+    use std::sync::OnceLock;
+    static PATTERNS: OnceLock<Vec<(regex::Regex, &'static str)>> = OnceLock::new();
+    let patterns = PATTERNS.get_or_init(|| {
+        [
+            // serde writes a string (or char) with Rust's Debug quoting: `string "a\"b"`.
+            (r#"string "(?:[^"\\]|\\.)*""#, "a string"),
+            (r#"character '(?:[^'\\]|\\.)*'"#, "a character"),
+            (r"integer `[^`]*`", "an integer"),
+            (r"floating point `[^`]*`", "a number"),
+            (r"boolean `[^`]*`", "a boolean"),
+            (r"unknown variant `[^`]*`", "unknown variant"),
+            (r"byte array", "bytes"),
+        ]
+        .into_iter()
+        .map(|(p, r)| (regex::Regex::new(p).expect("static pattern"), r))
+        .collect()
+    });
+    let mut out = text.to_string();
+    for (re, with) in patterns {
+        out = re.replace_all(&out, *with).into_owned();
+    }
+    out
+}
+
+/// The top-level key of `params` holding the value a serde message complains about, when
+/// exactly one does.
+fn locate_field(text: &str, params: &Value) -> Option<String> {
+    fn holds(v: &Value, text: &str) -> bool {
+        match v {
+            Value::String(s) => text.contains(&format!("string {s:?}")),
+            Value::Number(n) => {
+                text.contains(&format!("integer `{n}`"))
+                    || (n.is_f64() && text.contains("floating point `"))
+            }
+            Value::Bool(b) => text.contains(&format!("boolean `{b}`")),
+            Value::Null => text.contains("invalid type: null"),
+            Value::Array(a) => {
+                text.contains("invalid type: sequence") || a.iter().any(|x| holds(x, text))
+            }
+            Value::Object(m) => {
+                text.contains("invalid type: map") || m.values().any(|x| holds(x, text))
+            }
+        }
+    }
+    let Value::Object(map) = params else {
+        return None;
+    };
+    if !(text.starts_with("invalid type") || text.starts_with("invalid value")) {
+        return None;
+    }
+    let mut found = map.iter().filter(|(_, v)| holds(v, text)).map(|(k, _)| k);
+    match (found.next(), found.next()) {
+        (Some(k), None) => Some(k.clone()),
+        _ => None,
+    }
 }
 
 fn truncate(s: &str, max: usize) -> String {
@@ -1263,6 +1344,12 @@ pub enum InterruptSignal {
 }
 
 impl InterruptSignal {
+    /// Whether the signal ends the program rather than interrupting it: everything but
+    /// SIGINT. Such an interrupt is a close and needs `tabs:close` as well as `keys:press`.
+    pub fn ends_the_program(self) -> bool {
+        !matches!(self, InterruptSignal::Int)
+    }
+
     /// Parse `SIGTERM`, `TERM` or `term`.
     pub fn parse(text: &str) -> Result<Self, ErrorBody> {
         let upper = text.to_ascii_uppercase();
@@ -2229,4 +2316,40 @@ fn check_size(cols: u16, rows: u16) -> Result<(), ErrorBody> {
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod decode_error_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn decode_errors_never_quote_a_value() {
+        let err = Call::decode(
+            "sessions.create",
+            Some(json!({"env": "API_KEY=s3cr\"et\\x"})),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.message,
+            "bad params: env: invalid type: a string, expected a sequence"
+        );
+        let err = Call::decode("sessions.create", Some(json!({"env": ["A=1", 99]}))).unwrap_err();
+        assert!(!err.message.contains("99"), "{}", err.message);
+        assert!(
+            err.message.contains("env: invalid type: an integer"),
+            "{}",
+            err.message
+        );
+        let err = Call::decode("sessions.create", Some(json!({"location": "s3cret"}))).unwrap_err();
+        assert!(!err.message.contains("s3cret"), "{}", err.message);
+        assert!(err.message.contains("unknown variant"), "{}", err.message);
+        // Field names are names, not values: kept.
+        let err = Call::decode("sessions.create", Some(json!({"bogus": 1}))).unwrap_err();
+        assert!(
+            err.message.contains("unknown field `bogus`"),
+            "{}",
+            err.message
+        );
+    }
 }

@@ -114,7 +114,7 @@ impl Daemon {
                 &policy,
                 json!({"version": 1, "sources": [{
                     "id": READER, "kind": "local",
-                    "allow": ["output:read", "tabs:list", "input:send", "keys:press"],
+                    "allow": ["output:read", "tabs:list", "input:send", "keys:press", "surface:attach"],
                     "confirm": [], "confirm_scope": "always"
                 }]})
                 .to_string(),
