@@ -222,6 +222,20 @@ pub fn render_table(
     out
 }
 
+/// Control characters (C0, C1, DEL) in data the daemon reported, escaped for a terminal.
+fn status_text(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            let escaped: Vec<char> = if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                vec![c]
+            };
+            escaped
+        })
+        .collect()
+}
+
 /// The `maxx status` text from `daemon.status`.
 pub fn render_status(status: &Value) -> String {
     let by = status["by_lifecycle"]
@@ -252,5 +266,14 @@ pub fn render_status(status: &Value) -> String {
         out.push_str(&format!("focused: {}\n", short(f)));
     }
     out.push_str(&format!("bus cursor: {}\n", status["bus_cursor"]));
+    if let Some(u) = status["registry_unreadable"].as_object() {
+        let text = |k: &str| u.get(k).and_then(Value::as_str).unwrap_or("?").to_string();
+        out.push_str(&format!(
+            "registry: UNREADABLE {} ({}); every change is refused (registry_unreadable) until \
+             it is moved aside or repaired and the daemon restarted; reads work\n",
+            status_text(&text("file")),
+            status_text(&text("reason"))
+        ));
+    }
     out
 }

@@ -3,6 +3,7 @@
 
 mod common;
 mod declarations;
+mod hostile_persist;
 mod human;
 mod keys;
 mod lifecycle;

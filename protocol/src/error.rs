@@ -40,6 +40,10 @@ pub enum ErrorCode {
     /// session's own (a shell at its prompt) holds the terminal's foreground; nothing was
     /// typed (CLI exit 1).
     ForegroundBusy,
+    /// `registry_unreadable`: the durable registry (`registry.json` or `registry.journal`)
+    /// could not be read at start, so the daemon preserves it and refuses every mutation it
+    /// could not save; reads keep working (CLI exit 1). The remedy names the file.
+    RegistryUnreadable,
 }
 
 impl ErrorCode {
@@ -60,6 +64,7 @@ impl ErrorCode {
             ErrorCode::Timeout => "timeout",
             ErrorCode::PersistenceFailed => "persistence_failed",
             ErrorCode::ForegroundBusy => "foreground_busy",
+            ErrorCode::RegistryUnreadable => "registry_unreadable",
         }
     }
 }
