@@ -314,6 +314,15 @@ pub fn render_status(status: &Value) -> String {
         ));
         out.push_str("  fix the file and restart the daemon (`maxx policy validate --config FILE` checks it)\n");
     }
+    if let Some(u) = status["registry_unreadable"].as_object() {
+        let text = |k: &str| u.get(k).and_then(Value::as_str).unwrap_or("?").to_string();
+        out.push_str(&format!(
+            "registry: UNREADABLE {} ({}); every change is refused (registry_unreadable) until \
+             it is moved aside or repaired and the daemon restarted; reads work\n",
+            escape_controls(&text("file")),
+            escape_controls(&text("reason"))
+        ));
+    }
     out
 }
 

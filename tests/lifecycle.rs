@@ -278,7 +278,12 @@ fn a_corrupt_registry_is_preserved_and_never_overwritten() {
     std::fs::write(&path, b"{ this is not the registry").unwrap();
     d.restart();
     assert_eq!(d.count(), 0);
-    d.create(json!({"command": "sleep 30"}));
+    // A create it could not save is refused, never acknowledged (issue 18 item 2).
+    d.err(
+        "sessions.create",
+        json!({"command": "sleep 30"}),
+        "registry_unreadable",
+    );
     d.stop_with(libc::SIGTERM);
     assert_eq!(std::fs::read(&path).unwrap(), b"{ this is not the registry");
 }

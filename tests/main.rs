@@ -5,6 +5,7 @@ mod common;
 mod declarations;
 mod hostile_daemon;
 mod hostile_gates;
+mod hostile_persist;
 mod human;
 mod keys;
 mod lifecycle;

@@ -457,6 +457,9 @@ fn changes_records(call: &Call) -> bool {
 /// request first lets the persistence actor retry, so the first one after space is freed
 /// goes through.
 async fn journal_writable(ctx: &DaemonContext) -> Result<(), ErrorBody> {
+    if let Some(u) = ctx.spawn.stats.registry_unreadable.get() {
+        return Err(u.error());
+    }
     if ctx.spawn.stats.journal_behind.load(Ordering::Relaxed) == 0 {
         return Ok(());
     }
@@ -1082,6 +1085,7 @@ async fn status(ctx: &DaemonContext) -> Result<Value, ErrorBody> {
         "focused": focused,
         "bus_cursor": cursor,
         "policy": policy,
+        "registry_unreadable": ctx.spawn.stats.registry_unreadable.get(),
     }))
 }
 

@@ -29,7 +29,7 @@ use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-use std::path::PathBuf;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -52,6 +52,14 @@ pub const RETENTION_AGE: Duration = Duration::from_secs(14 * 24 * 3600);
 pub const RETENTION_COUNT: usize = maxx_protocol::limits::RETAINED_RECORDS;
 /// At most this many audit entries per record on disk (newest kept).
 pub const AUDIT_ON_DISK: usize = 1000;
+/// Deepest nesting a load reads. What this build writes nests at most
+/// `JSON_MAX_DEPTH + PERSIST_WRAP_DEPTH` (69) levels; older builds accepted values up to
+/// serde_json's request limit, which a snapshot wrapped to ~132. Anything deeper is not a file
+/// any build wrote: it is unreadable (preserved, mutations refused), never a stack overflow.
+pub const LOAD_MAX_DEPTH: usize = 256;
+/// Stack of the thread that parses a file nesting deeper than serde_json's default limit
+/// (virtual: only what the parse touches is used; [`LOAD_MAX_DEPTH`] levels need far less).
+const DEEP_PARSE_STACK: usize = 64 * 1024 * 1024;
 /// Journal lines kept in memory while the journal cannot be written (disk full). Past this,
 /// they are dropped and the next successful write is a whole snapshot instead.
 pub const BACKLOG_MAX_BYTES: usize = 4 * 1024 * 1024;
@@ -135,8 +143,9 @@ pub struct PersistArgs {
 pub struct PersistState {
     dir: ControlDir,
     fsync: bool,
-    /// Writes are off: the snapshot on disk could not be read (oversized or corrupt) and is
-    /// preserved as it is.
+    /// Writes are off: the snapshot or the journal on disk could not be read (oversized,
+    /// corrupt, not a regular file) and is preserved as it is. Every mutation is refused with
+    /// `registry_unreadable` (see [`crate::stats::RegistryUnreadable`]).
     read_only: bool,
     /// The durable copy of every record, encoded (what a fold writes, and what recovers a
     /// failed session actor).
@@ -430,16 +439,47 @@ fn detach(mut r: Record) -> Record {
     r
 }
 
-fn read_bounded(path: &PathBuf, max: u64) -> io::Result<Option<Vec<u8>>> {
-    let file = match File::open(path) {
+/// Read a file of the control dir without following a symlink and without blocking (a FIFO
+/// would block a plain `open` until a writer came): anything but a regular file of at most
+/// `max` bytes is an error naming what it is. `Ok(None)` when there is no file.
+fn read_bounded(path: &Path, max: u64) -> io::Result<Option<Vec<u8>>> {
+    let file = match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+    {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "it is a symlink (never followed)",
+            ))
+        }
         Err(e) => return Err(e),
     };
-    if file.metadata()?.len() > max {
+    let meta = file.metadata()?;
+    let kind = meta.file_type();
+    if !kind.is_file() {
+        use std::os::unix::fs::FileTypeExt;
+        let what = if kind.is_dir() {
+            "a directory"
+        } else if kind.is_fifo() {
+            "a FIFO"
+        } else if kind.is_socket() {
+            "a socket"
+        } else {
+            "a device"
+        };
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
-            format!("{} is larger than {max} bytes", path.display()),
+            format!("it is {what}, not a regular file"),
+        ));
+    }
+    if meta.len() > max {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("it is {} bytes; the limit is {max}", meta.len()),
         ));
     }
     let mut buf = Vec::new();
@@ -447,10 +487,78 @@ fn read_bounded(path: &PathBuf, max: u64) -> io::Result<Option<Vec<u8>>> {
     if buf.len() as u64 > max {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
-            "file grew while read",
+            "it grew while read",
         ));
     }
     Ok(Some(buf))
+}
+
+/// How deep the JSON in `bytes` nests, scanned without recursion (strings and escapes
+/// skipped). Malformed input gives some number; the parse reports the malformation.
+fn nesting_depth(bytes: &[u8]) -> usize {
+    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for &b in bytes {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
+/// Parse what a load reads: never limited by serde_json's default recursion limit (127
+/// nested containers) for a file up to [`LOAD_MAX_DEPTH`] deep, never a stack overflow for
+/// a deeper one (refused before parsing). A deep file is parsed with the recursion limit off
+/// on a thread whose stack is sized for it. The error names the position, never the content
+/// (a value could be anything a caller stored).
+fn parse_registry_json<T: serde::de::DeserializeOwned + Send>(bytes: &[u8]) -> Result<T, String> {
+    let depth = nesting_depth(bytes);
+    if depth > LOAD_MAX_DEPTH {
+        return Err(format!(
+            "it nests {depth} levels deep, over the limit of {LOAD_MAX_DEPTH}"
+        ));
+    }
+    let describe = |e: serde_json::Error| {
+        format!(
+            "{:?} error at line {} column {}",
+            e.classify(),
+            e.line(),
+            e.column()
+        )
+        .to_lowercase()
+    };
+    if depth < maxx_protocol::limits::SERDE_JSON_MAX_NESTING {
+        return serde_json::from_slice(bytes).map_err(describe);
+    }
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("maxx-load".into())
+            .stack_size(DEEP_PARSE_STACK)
+            .spawn_scoped(scope, || {
+                let mut de = serde_json::Deserializer::from_slice(bytes);
+                de.disable_recursion_limit();
+                let value = T::deserialize(&mut de).map_err(describe)?;
+                de.end().map_err(describe)?;
+                Ok(value)
+            })
+            .map_err(|e| format!("could not start the load thread: {e}"))?
+            .join()
+            .unwrap_or_else(|_| Err("the parse panicked".into()))
+    })
 }
 
 impl PersistState {
@@ -525,25 +633,22 @@ impl PersistState {
         let snapshot_path = self.dir.path().join(REGISTRY_FILE);
         match read_bounded(&snapshot_path, REGISTRY_MAX_BYTES as u64) {
             Ok(None) => {}
-            Ok(Some(bytes)) => match serde_json::from_slice::<Snapshot>(&bytes) {
+            Ok(Some(bytes)) => match parse_registry_json::<Snapshot>(&bytes) {
                 Ok(s) if s.version == REGISTRY_VERSION => {
                     for r in s.sessions {
                         records.insert(r.session.session_id.clone(), r);
                     }
                 }
-                Ok(s) => {
-                    tracing::error!(version = s.version, "registry.json has an unsupported version; preserving it and persisting nothing this run");
-                    self.read_only = true;
-                }
-                Err(e) => {
-                    tracing::error!(error = %e, "registry.json is unreadable; preserving it and persisting nothing this run");
-                    self.read_only = true;
-                }
+                Ok(s) => self.unreadable(
+                    REGISTRY_FILE,
+                    format!(
+                        "it has version {}; this build reads {REGISTRY_VERSION}",
+                        s.version
+                    ),
+                ),
+                Err(e) => self.unreadable(REGISTRY_FILE, format!("it does not parse ({e})")),
             },
-            Err(e) => {
-                tracing::error!(error = %e, "registry.json cannot be loaded; preserving it and persisting nothing this run");
-                self.read_only = true;
-            }
+            Err(e) => self.unreadable(REGISTRY_FILE, e.to_string()),
         }
         if self.read_only {
             return records;
@@ -556,18 +661,29 @@ impl PersistState {
                 for line in BufReader::new(&bytes[..]).split(b'\n') {
                     let Ok(line) = line else { break };
                     // A torn last line from a crash mid-write is skipped.
-                    if let Ok(op) = serde_json::from_slice::<Op>(&line) {
+                    if let Ok(op) = parse_registry_json::<Op>(&line) {
                         apply_to(&mut records, op);
                         applied += 1;
                     }
                 }
                 tracing::info!(applied, "journal replayed");
             }
-            Err(e) => {
-                tracing::error!(error = %e, "registry.journal cannot be replayed; ignoring it")
-            }
+            // Ignoring it would lose what it holds at the next fold: preserve it instead.
+            Err(e) => self.unreadable(JOURNAL_FILE, e.to_string()),
         }
         records
+    }
+
+    /// A registry file cannot be read: preserve it (this run writes nothing) and refuse every
+    /// mutation with `registry_unreadable`, shown in `daemon.stats` and `daemon.status`.
+    fn unreadable(&mut self, file: &str, reason: String) {
+        let path = self.dir.path().join(file).display().to_string();
+        tracing::error!(file = %path, reason = %reason, "the registry cannot be read; preserving it, refusing every mutation this run");
+        self.read_only = true;
+        let _ = self
+            .stats
+            .registry_unreadable
+            .set(crate::stats::RegistryUnreadable { file: path, reason });
     }
 
     /// Write a new snapshot from the current records and truncate the journal. On failure
@@ -709,6 +825,9 @@ impl PersistState {
 
     /// The error an acknowledgement carries while the journal is behind.
     fn not_durable(&self) -> Result<(), ErrorBody> {
+        if let Some(u) = self.stats.registry_unreadable.get() {
+            return Err(u.error());
+        }
         match &self.failure {
             None => Ok(()),
             Some(why) => Err(ErrorBody::new(
@@ -1140,5 +1259,131 @@ mod fold_tests {
         assert_eq!(snap.sessions.len(), 1);
         assert_eq!(snap.sessions[0].session.metadata["k"], "v");
         std::fs::remove_dir_all(&tmp).unwrap();
+    }
+}
+
+#[cfg(test)]
+mod depth_tests {
+    use super::*;
+    use maxx_protocol::limits::{JSON_MAX_DEPTH, SERDE_JSON_MAX_NESTING};
+    use serde_json::{json, Value};
+
+    fn deep(depth: usize) -> Value {
+        (0..depth).fold(json!(1), |v, i| {
+            if i % 2 == 0 {
+                json!([v])
+            } else {
+                json!({ "k": v })
+            }
+        })
+    }
+
+    fn view_with(metadata: Value, schema: Option<Value>) -> SessionView {
+        let mut v: SessionView = serde_json::from_value(json!({
+            "session_id": "00000001-0000-4000-8000-000000000000", "surface_id": "S",
+            "title": null, "command": "true", "cwd": "/", "status": null, "lifecycle": "running",
+            "metadata": {}, "created_at": "2026-01-01T00:00:00Z",
+            "updated_at": "2026-01-01T00:00:00Z", "pid": null, "location": "tab",
+            "focused": false, "restart_count": 0, "cols": 80, "rows": 24
+        }))
+        .unwrap();
+        v.metadata.insert("k".into(), metadata);
+        v.result_schema = schema;
+        v
+    }
+
+    #[test]
+    fn the_scan_counts_nesting_and_skips_strings() {
+        assert_eq!(nesting_depth(b"1"), 0);
+        assert_eq!(nesting_depth(br#"{"a":[[1],{}]}"#), 3);
+        assert_eq!(nesting_depth(br#"["[[[\"{{", "\\"]"#), 1);
+        assert_eq!(nesting_depth(deep(100).to_string().as_bytes()), 100);
+    }
+
+    /// What this build writes at the bound reads back with serde_json's default limit,
+    /// in the journal and in the snapshot; the default limit is what the constants say.
+    #[test]
+    fn the_deepest_storable_value_fits_every_persisted_form() {
+        let limit = |d: usize| serde_json::from_str::<Value>(&deep(d).to_string()).is_ok();
+        assert!(limit(SERDE_JSON_MAX_NESTING) && !limit(SERDE_JSON_MAX_NESTING + 1));
+        let v = deep(JSON_MAX_DEPTH);
+        let view = view_with(v.clone(), Some(v.clone()));
+        let mut entry = super::tests_support::entry(&view.session_id, 1);
+        entry.payload = Some(v.clone());
+        let session = Encoded::session(&view).unwrap();
+        let audit = Encoded::Audit {
+            entry: crate::audit_log::encode(&entry).unwrap(),
+            session_id: view.session_id.clone(),
+            seq: 1,
+        };
+        for line in [session.line(), audit.line()] {
+            assert!(nesting_depth(&line) < SERDE_JSON_MAX_NESTING);
+            serde_json::from_slice::<Op>(&line).expect("a journal line reads back");
+        }
+        let mut stored = Stored::new(&view).unwrap();
+        stored.audit.push(crate::audit_log::encode(&entry).unwrap());
+        let records = HashMap::from([(view.session_id.clone(), stored)]);
+        let bytes = encode_fitting(&records, &[view.session_id.clone()], usize::MAX).unwrap();
+        assert!(nesting_depth(&bytes) < SERDE_JSON_MAX_NESTING);
+        let snap: Snapshot = serde_json::from_slice(&bytes).expect("the snapshot reads back");
+        assert_eq!(snap.sessions[0].session.metadata["k"], v);
+        assert_eq!(snap.sessions[0].audit[0].payload, Some(v));
+    }
+
+    /// A registry an older build wrote (a value past serde_json's default limit once
+    /// wrapped) still loads; one deeper than any build wrote is unreadable, not a crash.
+    #[test]
+    fn a_registry_deeper_than_the_default_limit_loads_and_an_absurd_one_is_refused() {
+        let tmp = std::env::temp_dir().join(format!("maxx-deep-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        let dir = ControlDir::prepare(&tmp).unwrap();
+        let v = deep(125);
+        let snap = Snapshot {
+            sessions: vec![Record {
+                session: view_with(v.clone(), None),
+                audit: Vec::new(),
+            }],
+            version: REGISTRY_VERSION,
+        };
+        let bytes = serde_json::to_vec(&snap).unwrap();
+        assert!(nesting_depth(&bytes) > SERDE_JSON_MAX_NESTING);
+        std::fs::write(tmp.join(REGISTRY_FILE), &bytes).unwrap();
+        let mut st = PersistState::new(dir.clone(), false, Arc::default(), RETENTION_COUNT);
+        let loaded = st.load();
+        assert!(!st.read_only);
+        assert_eq!(loaded.values().next().unwrap().session.metadata["k"], v);
+        let absurd = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        std::fs::write(tmp.join(REGISTRY_FILE), absurd).unwrap();
+        let stats = Arc::new(Stats::default());
+        let mut st = PersistState::new(dir, false, stats.clone(), RETENTION_COUNT);
+        st.load();
+        assert!(st.read_only);
+        let why = stats.registry_unreadable.get().unwrap();
+        assert!(why.reason.contains("100000 levels"), "{}", why.reason);
+        assert_eq!(
+            st.not_durable().unwrap_err().code,
+            ErrorCode::RegistryUnreadable
+        );
+        std::fs::remove_dir_all(&tmp).unwrap();
+    }
+}
+
+#[cfg(test)]
+mod tests_support {
+    use maxx_protocol::audit::{AuditEntry, AuditKind};
+
+    pub fn entry(id: &str, seq: u64) -> AuditEntry {
+        AuditEntry {
+            seq,
+            kind: AuditKind::Event,
+            name: Some("e".into()),
+            message: None,
+            payload: None,
+            source: "t".into(),
+            created_at: "2026-01-01T00:00:00Z".into(),
+            session_id: id.into(),
+            surface_id: "S".into(),
+            pid: None,
+        }
     }
 }

@@ -2,8 +2,38 @@
 //! waiters exist right now. Tests use them to prove a disconnecting caller leaves nothing
 //! behind; operators use them to spot leaks.
 
+use maxx_protocol::error::{ErrorBody, ErrorCode};
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::OnceLock;
+
+/// A registry file the daemon could not read at start (it preserves it as it is).
+#[derive(Debug, Clone, Serialize)]
+pub struct RegistryUnreadable {
+    /// Its path.
+    pub file: String,
+    /// Why, without quoting its content: what it is, its size, or where it fails to parse.
+    pub reason: String,
+}
+
+impl RegistryUnreadable {
+    /// The refusal every mutation gets while the registry cannot be read.
+    pub fn error(&self) -> ErrorBody {
+        ErrorBody::new(
+            ErrorCode::RegistryUnreadable,
+            format!(
+                "refused, nothing was changed: the registry file {} cannot be read ({}); the \
+                 daemon preserves it and changes nothing it could not save",
+                self.file, self.reason
+            ),
+        )
+        .with_remedy(format!(
+            "move {} aside (keep it: it may hold session records) or repair it, then restart \
+             the daemon; until then reads work and every change is refused",
+            self.file
+        ))
+    }
+}
 
 /// Shared counters (one per daemon).
 #[derive(Debug, Default)]
@@ -27,6 +57,9 @@ pub struct Stats {
     pub journal_behind: AtomicI64,
     /// Journal or snapshot writes that failed since the daemon started.
     pub journal_write_errors: AtomicI64,
+    /// Set (once, at load) when `registry.json` or `registry.journal` cannot be read: the
+    /// file is preserved and every mutation is refused with `registry_unreadable`.
+    pub registry_unreadable: OnceLock<RegistryUnreadable>,
     /// Freed-memory churn since the last purge (see `memory.rs`).
     pub churn: AtomicI64,
     /// A trim is running.
@@ -56,6 +89,8 @@ pub struct StatsSnapshot {
     pub journal_behind: i64,
     /// Failed journal writes since start.
     pub journal_write_errors: i64,
+    /// `{file, reason}` while the registry cannot be read (mutations refused), else null.
+    pub registry_unreadable: Option<RegistryUnreadable>,
     /// Times freed memory was handed back to the system (a jemalloc purge) after a burst.
     pub memory_trims: i64,
     /// Bytes in live heap allocations, as the allocator counts them (0 if unavailable).
@@ -78,6 +113,7 @@ impl Stats {
             streams: self.streams.load(Ordering::Relaxed),
             journal_behind: self.journal_behind.load(Ordering::Relaxed),
             journal_write_errors: self.journal_write_errors.load(Ordering::Relaxed),
+            registry_unreadable: self.registry_unreadable.get().cloned(),
             memory_trims: self.memory_trims.load(Ordering::Relaxed),
             heap_allocated: heap.allocated,
             heap_resident: heap.resident,

@@ -46,6 +46,10 @@ pub enum ErrorCode {
     /// `unsafe_file`: a file the daemon reads or writes is a symlink, FIFO, device or
     /// directory where a regular file belongs; nothing was read from or written through it.
     UnsafeFile,
+    /// `registry_unreadable`: the durable registry (`registry.json` or `registry.journal`)
+    /// could not be read at start, so the daemon preserves it and refuses every mutation it
+    /// could not save; reads keep working (CLI exit 1). The remedy names the file.
+    RegistryUnreadable,
 }
 
 impl ErrorCode {
@@ -68,6 +72,7 @@ impl ErrorCode {
             ErrorCode::ForegroundBusy => "foreground_busy",
             ErrorCode::AlreadyRunning => "already_running",
             ErrorCode::UnsafeFile => "unsafe_file",
+            ErrorCode::RegistryUnreadable => "registry_unreadable",
         }
     }
 }

@@ -95,3 +95,21 @@ pub const PATTERN_MAX_BYTES: usize = 4096;
 pub const RUN_DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 /// Largest output `sessions.run` returns.
 pub const RUN_OUTPUT_MAX_BYTES: usize = 1024 * 1024;
+
+/// Deepest nesting of a JSON value a caller gives that the daemon stores (an event
+/// `payload`, a metadata value, a `result_schema`): `[]` and `{}` nest 1 level, a scalar 0.
+/// The durable registry wraps a stored value at most [`PERSIST_WRAP_DEPTH`] levels deeper,
+/// and every reader of it (the load, the CLI) must stay inside serde_json's recursion limit
+/// of 127 nested containers; 64 leaves that margin twice over (see docs/persistence.md).
+pub const JSON_MAX_DEPTH: usize = 64;
+/// Containers the persistence format puts around a stored value: a metadata value in
+/// `registry.json` sits in `{"sessions":[{"session":{"metadata":{"k": V}}}]}` (5), an event
+/// payload in `{"sessions":[{"audit":[{"payload": V}]}]}` (5); a journal line wraps less.
+pub const PERSIST_WRAP_DEPTH: usize = 5;
+/// serde_json's default recursion limit, as the number of nested containers it reads.
+pub const SERDE_JSON_MAX_NESTING: usize = 127;
+/// A whole request's `params` may nest this deep: the params object and a map around the
+/// deepest stored value. Catches any stored value a per-field check might miss.
+pub const PARAMS_MAX_DEPTH: usize = JSON_MAX_DEPTH + 2;
+
+const _: () = assert!(PARAMS_MAX_DEPTH + PERSIST_WRAP_DEPTH <= SERDE_JSON_MAX_NESTING);

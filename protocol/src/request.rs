@@ -365,6 +365,18 @@ impl Call {
             Some(v @ Value::Object(_)) => v,
             Some(_) => return Err(ErrorBody::invalid("params must be a JSON object")),
         };
+        // Backstop for any stored value a per-field check does not name: nothing deeper
+        // than the params object, a map, and the deepest storable value.
+        let depth = json_depth(&params);
+        if depth > PARAMS_MAX_DEPTH {
+            return Err(ErrorBody::invalid(format!(
+                "params nest {depth} levels deep; a value may nest at most {JSON_MAX_DEPTH}"
+            ))
+            .with_remedy(format!(
+                "flatten the deepest value to at most {JSON_MAX_DEPTH} nested arrays/objects; \
+                 nothing was changed"
+            )));
+        }
         let call = match method {
             "sessions.create" => Call::Create(Box::new(CreateParams::decode(params)?)),
             "sessions.get" => Call::Get(SessionRef::decode(params)?),
@@ -922,8 +934,45 @@ pub fn json_size(value: &Value) -> usize {
         .unwrap_or(usize::MAX)
 }
 
-/// Validate one metadata value (≤ 2048 bytes of compact JSON).
+/// How deep a JSON value nests: a scalar 0, `[]`/`{}` 1, `[[1]]` 2. Iterative, so a hostile
+/// value cannot exhaust the stack here.
+pub fn json_depth(value: &Value) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(value, 0usize)];
+    while let Some((v, depth)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match v {
+            Value::Array(items) => Box::new(items.iter()),
+            Value::Object(map) => Box::new(map.values()),
+            _ => continue,
+        };
+        deepest = deepest.max(depth + 1);
+        stack.extend(children.map(|c| (c, depth + 1)));
+    }
+    deepest
+}
+
+/// The one nesting bound on a stored value ([`JSON_MAX_DEPTH`]): whatever the daemon
+/// acknowledges, its durable registry can read back.
+pub fn validate_depth(field: &str, value: &Value) -> Result<(), ErrorBody> {
+    let depth = json_depth(value);
+    if depth > JSON_MAX_DEPTH {
+        return Err(ErrorBody::invalid(format!(
+            "{field} nests {depth} levels deep; the limit is {JSON_MAX_DEPTH}"
+        ))
+        .with_remedy(format!(
+            "flatten {field} to at most {JSON_MAX_DEPTH} nested arrays/objects (or send it \
+             as a JSON string); nothing was changed"
+        )));
+    }
+    Ok(())
+}
+
+/// Validate one metadata value (≤ 2048 bytes of compact JSON, ≤ [`JSON_MAX_DEPTH`] deep).
 pub fn validate_metadata_value(key: &str, value: &Value) -> Result<(), ErrorBody> {
+    validate_depth(
+        &format!("metadata value for {:?}", truncate(key, 64)),
+        value,
+    )?;
     let size = json_size(value);
     if size > METADATA_VALUE_MAX_BYTES {
         return Err(ErrorBody::invalid(format!(
@@ -1798,6 +1847,7 @@ pub fn validate_result(result: &str) -> Result<(), ErrorBody> {
 
 /// Validate a `result_schema`: the supported subset, ≤ 16384 bytes.
 pub fn validate_result_schema(schema: &Value) -> Result<(), ErrorBody> {
+    validate_depth("result_schema", schema)?;
     let size = json_size(schema);
     if size > RESULT_SCHEMA_MAX_BYTES {
         return Err(ErrorBody::invalid(format!(
@@ -2025,6 +2075,7 @@ impl DeclareParams {
                 let event = raw.event.ok_or_else(|| missing("event"))?;
                 validate_event_name(&event)?;
                 if let Some(p) = &raw.payload {
+                    validate_depth("payload", p)?;
                     let size = json_size(p);
                     if size > PAYLOAD_MAX_BYTES {
                         return Err(ErrorBody::invalid(format!(
@@ -2156,6 +2207,46 @@ mod tests {
         assert!(create(json!({"env": ["NOEQUALS"]})).is_err());
         let many: Vec<String> = (0..257).map(|i| format!("K{i}=v")).collect();
         assert!(create(json!({"env": many})).is_err());
+    }
+
+    #[test]
+    fn one_nesting_bound_for_every_stored_value() {
+        let deep = |n: usize| (0..n).fold(json!(1), |v, _| json!([v]));
+        assert_eq!(json_depth(&json!(1)), 0);
+        assert_eq!(json_depth(&json!({"a": [1, {"b": []}]})), 4);
+        assert_eq!(json_depth(&deep(JSON_MAX_DEPTH)), JSON_MAX_DEPTH);
+        let id = "0123abcd-0000-4000-8000-000000000000";
+        let call = |method: &str, p: Value| Call::decode(method, Some(p));
+        for (method, at, over) in [
+            (
+                "sessions.set-metadata",
+                json!({"session_id": id, "key": "k", "value": deep(JSON_MAX_DEPTH)}),
+                json!({"session_id": id, "key": "k", "value": deep(JSON_MAX_DEPTH + 1)}),
+            ),
+            (
+                "sessions.set-metadata",
+                json!({"session_id": id, "key": "k", "value_json": deep(JSON_MAX_DEPTH).to_string()}),
+                json!({"session_id": id, "key": "k", "value_json": deep(JSON_MAX_DEPTH + 1).to_string()}),
+            ),
+            (
+                "sessions.emit-event",
+                json!({"session_id": id, "event": "e", "payload": deep(JSON_MAX_DEPTH)}),
+                json!({"session_id": id, "event": "e", "payload": deep(JSON_MAX_DEPTH + 1)}),
+            ),
+            (
+                "sessions.create",
+                json!({"command": "true", "metadata": {"k": deep(JSON_MAX_DEPTH)}}),
+                json!({"command": "true", "metadata": {"k": deep(JSON_MAX_DEPTH + 1)}}),
+            ),
+        ] {
+            assert!(call(method, at).is_ok(), "{method} at the bound");
+            let e = call(method, over).unwrap_err();
+            assert_eq!(e.code, ErrorCode::InvalidRequest, "{method}");
+            assert!(e.remedy.is_some(), "{method}");
+        }
+        // The backstop: an unknown-to-the-checks value deeper than the params allow.
+        let e = call("sessions.list", json!({"x": deep(PARAMS_MAX_DEPTH)})).unwrap_err();
+        assert!(e.message.contains("nest"), "{}", e.message);
     }
 
     #[test]

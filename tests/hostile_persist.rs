@@ -1,0 +1,283 @@
+//! Hostile callers against the durable registry (issue 18, items 1 and 2): whatever the
+//! daemon acknowledges it can read back, and an unreadable registry never turns into a
+//! silent read-only mode that acknowledges writes it does not save.
+
+use crate::common::*;
+use serde_json::{json, Value};
+use std::path::Path;
+use std::time::Duration;
+
+/// The deepest value a caller may store (`maxx_protocol::limits::JSON_MAX_DEPTH`).
+const MAX_DEPTH: usize = 64;
+
+/// A value nesting exactly `depth` containers, alternating objects and arrays.
+fn deep(depth: usize) -> Value {
+    let mut v = json!("leaf");
+    for level in 0..depth {
+        v = if level % 2 == 0 {
+            json!([v])
+        } else {
+            json!({ "k": v })
+        };
+    }
+    v
+}
+
+fn sid(v: &Value) -> String {
+    v["session_id"].as_str().unwrap().to_string()
+}
+
+/// The payloads of a session's `deep` events, oldest first.
+fn deep_payloads(d: &Daemon, id: &str) -> Vec<Value> {
+    d.ok("sessions.events", json!({ "session_id": id }))["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "event" && e["name"] == "deep")
+        .map(|e| e["payload"].clone())
+        .collect()
+}
+
+fn refused_as_too_deep(r: &Value) {
+    assert_eq!(r["ok"], false, "{r}");
+    assert_eq!(r["error"]["code"], "invalid_request", "{r}");
+    assert!(
+        r["error"]["remedy"].as_str().is_some_and(|s| !s.is_empty()),
+        "a remedy: {r}"
+    );
+}
+
+#[test]
+fn the_deepest_accepted_value_survives_kill_9_and_two_restarts_and_one_deeper_is_refused() {
+    let mut d = Daemon::start();
+    let ok = deep(MAX_DEPTH);
+    let over = deep(MAX_DEPTH + 1);
+    // Accepted at the limit: create-time metadata, set-metadata, an event payload.
+    let id = sid(&d.create(json!({"command": "sleep 60", "metadata": {"born": ok}})));
+    d.ok(
+        "sessions.set-metadata",
+        json!({"session_id": id, "key": "deep", "value": ok}),
+    );
+    d.ok(
+        "sessions.set-metadata",
+        json!({"session_id": id, "key": "text", "value_json": ok.to_string()}),
+    );
+    d.ok(
+        "sessions.emit-event",
+        json!({"session_id": id, "event": "deep", "payload": ok}),
+    );
+
+    // One level deeper: refused everywhere, and nothing changed.
+    let before = d.get(&id);
+    let sessions = d.count();
+    refused_as_too_deep(&d.call(
+        "sessions.set-metadata",
+        json!({"session_id": id, "key": "deep", "value": over}),
+    ));
+    refused_as_too_deep(&d.call(
+        "sessions.set-metadata",
+        json!({"session_id": id, "key": "other", "value_json": over.to_string()}),
+    ));
+    refused_as_too_deep(&d.call(
+        "sessions.emit-event",
+        json!({"session_id": id, "event": "deep", "payload": over}),
+    ));
+    refused_as_too_deep(&d.call(
+        "sessions.create",
+        json!({"command": "sleep 60", "metadata": {"born": over}}),
+    ));
+    refused_as_too_deep(&d.call(
+        "sessions.update",
+        json!({"session_id": id, "metadata": {"deep": over}}),
+    ));
+    // Far deeper than any parser's limit: still a typed refusal.
+    assert_eq!(
+        d.call(
+            "sessions.set-metadata",
+            json!({"session_id": id, "key": "deep", "value_json": deep(300).to_string()}),
+        )["ok"],
+        false
+    );
+    assert_eq!(d.get(&id), before, "a refused request changed nothing");
+    assert_eq!(d.count(), sessions, "no session was created");
+    assert_eq!(deep_payloads(&d, &id).len(), 1, "no event was added");
+
+    let check = |d: &Daemon, when: &str| {
+        let s = d.get(&id);
+        assert_eq!(s["metadata"]["born"], ok, "{when}: create-time metadata");
+        assert_eq!(s["metadata"]["deep"], ok, "{when}: set-metadata value");
+        assert_eq!(s["metadata"]["text"], ok, "{when}: set-metadata value_json");
+        assert_eq!(
+            deep_payloads(d, &id),
+            vec![ok.clone()],
+            "{when}: event payload"
+        );
+    };
+    // kill -9: the values are only in the journal. The first start replays it and folds
+    // everything into registry.json; the second reads that snapshot.
+    d.stop_with(libc::SIGKILL);
+    d.restart();
+    check(&d, "after journal replay");
+    let snapshot: Value =
+        serde_json::from_slice(&std::fs::read(d.control.join("registry.json")).unwrap())
+            .expect("registry.json parses with serde_json's default limit");
+    assert_eq!(snapshot["sessions"][0]["session"]["metadata"]["deep"], ok);
+    d.stop_with(libc::SIGKILL);
+    d.restart();
+    check(&d, "after loading the folded snapshot");
+    let stats = d.ok("daemon.stats", json!({}));
+    assert!(stats["registry_unreadable"].is_null(), "{stats}");
+    // Still writable: a declaration goes through and survives another restart.
+    d.ok(
+        "sessions.set-metadata",
+        json!({"session_id": id, "key": "after", "value": 1}),
+    );
+    d.stop_with(libc::SIGKILL);
+    d.restart();
+    check(&d, "after a third start");
+    assert_eq!(d.get(&id)["metadata"]["after"], 1);
+}
+
+/// What can sit at `registry.json` that the daemon cannot read.
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Unparseable,
+    TooLarge,
+    TooDeep,
+    Directory,
+    Fifo,
+    Symlink,
+}
+
+fn plant(kind: Kind, at: &Path, scratch: &Path) {
+    match kind {
+        Kind::Unparseable => std::fs::write(at, b"{\"sessions\": [ not json").unwrap(),
+        Kind::TooLarge => {
+            // Sparse: 20 MiB of zeros, over the 16 MiB cap.
+            let f = std::fs::File::create(at).unwrap();
+            f.set_len(20 * 1024 * 1024).unwrap();
+        }
+        Kind::TooDeep => {
+            let text = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
+            std::fs::write(at, text).unwrap();
+        }
+        Kind::Directory => std::fs::create_dir(at).unwrap(),
+        Kind::Fifo => {
+            let c = std::ffi::CString::new(at.as_os_str().as_encoded_bytes()).unwrap();
+            // SAFETY: a valid NUL-terminated path.
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        }
+        Kind::Symlink => {
+            let target = scratch.join("notes.txt");
+            std::fs::write(&target, "not a registry\n").unwrap();
+            std::os::unix::fs::symlink(&target, at).unwrap();
+        }
+    }
+}
+
+/// The file is still exactly what was planted.
+fn preserved(kind: Kind, at: &Path) {
+    let meta = std::fs::symlink_metadata(at).expect("still there");
+    use std::os::unix::fs::FileTypeExt;
+    let ft = meta.file_type();
+    match kind {
+        Kind::Unparseable => {
+            assert_eq!(std::fs::read(at).unwrap(), b"{\"sessions\": [ not json")
+        }
+        Kind::TooLarge => assert_eq!(meta.len(), 20 * 1024 * 1024),
+        Kind::TooDeep => assert_eq!(meta.len(), 10_000),
+        Kind::Directory => assert!(ft.is_dir()),
+        Kind::Fifo => assert!(ft.is_fifo()),
+        Kind::Symlink => assert!(ft.is_symlink()),
+    }
+}
+
+#[test]
+fn an_unreadable_registry_refuses_every_mutation_and_keeps_reads_working() {
+    for kind in [
+        Kind::Unparseable,
+        Kind::TooLarge,
+        Kind::TooDeep,
+        Kind::Directory,
+        Kind::Fifo,
+        Kind::Symlink,
+    ] {
+        let scratch = tempfile::Builder::new().prefix("maxx-t").tempdir().unwrap();
+        let ctl = scratch.path().join("ctl");
+        std::fs::create_dir(&ctl).unwrap();
+        std::fs::set_permissions(&ctl, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .unwrap();
+        let registry = ctl.join("registry.json");
+        plant(kind, &registry, scratch.path());
+        let mut d = Daemon::start_at(ctl.clone());
+        let file = registry.display().to_string();
+        let refused = |r: &Value, what: &str| {
+            assert_eq!(r["ok"], false, "{kind:?} {what}: {r}");
+            assert_eq!(
+                r["error"]["code"], "registry_unreadable",
+                "{kind:?} {what}: {r}"
+            );
+            let remedy = r["error"]["remedy"].as_str().unwrap_or_default();
+            assert!(
+                remedy.contains(&file),
+                "{kind:?}: the remedy names the file: {r}"
+            );
+        };
+        // Mutations: a create and a declaration are refused, nothing acknowledged.
+        refused(
+            &d.call("sessions.create", json!({"command": "sleep 60"})),
+            "create",
+        );
+        refused(
+            &d.call(
+                "sessions.set-metadata",
+                json!({"session_id": "0123abcd-0000-4000-8000-000000000000", "key": "k", "value": 1}),
+            ),
+            "set-metadata",
+        );
+        // The CLI: exit 1, one JSON error on stderr, nothing on stdout.
+        let out = d.cli(&["sessions", "create", "--command", "sleep 60"]);
+        assert_eq!(out.status.code(), Some(1), "{kind:?}: {out:?}");
+        assert!(out.stdout.is_empty(), "{kind:?}: {out:?}");
+        let err: Value = serde_json::from_slice(&out.stderr).expect("stderr is one JSON error");
+        assert_eq!(err["error"]["code"], "registry_unreadable", "{kind:?}");
+        // Reads work, and show the state.
+        assert_eq!(d.count(), 0, "{kind:?}: nothing was created");
+        let stats = d.ok("daemon.stats", json!({}));
+        assert_eq!(
+            stats["registry_unreadable"]["file"], file,
+            "{kind:?}: {stats}"
+        );
+        assert!(
+            stats["registry_unreadable"]["reason"].is_string(),
+            "{stats}"
+        );
+        let status = d.cli_ok(&["status", "--json"]);
+        assert_eq!(
+            status["registry_unreadable"]["file"], file,
+            "{kind:?}: {status}"
+        );
+        let human = d.cli(&["status"]);
+        assert_eq!(human.status.code(), Some(0));
+        let human = String::from_utf8_lossy(&human.stdout);
+        assert!(
+            human.contains("UNREADABLE") && human.contains(&file),
+            "{kind:?}: {human}"
+        );
+        // The file is preserved, during the run and after a clean stop.
+        preserved(kind, &registry);
+        d.stop_with(libc::SIGTERM);
+        preserved(kind, &registry);
+        // Nothing refused was saved anywhere: once the file is moved aside, the registry
+        // is empty.
+        let aside = scratch.path().join("registry.aside");
+        std::fs::rename(&registry, &aside).unwrap();
+        d.restart();
+        assert_eq!(d.count(), 0, "{kind:?}: a refused create left a record");
+        assert!(d.ok("daemon.stats", json!({}))["registry_unreadable"].is_null());
+        d.create(json!({"command": "sleep 60"}));
+        wait_for("the create is counted", Duration::from_secs(5), || {
+            (d.count() == 1).then_some(())
+        });
+    }
+}
