@@ -256,6 +256,13 @@ pub struct DaemonArgs {
     #[arg(long, default_value_t = maxx_protocol::limits::RETAINED_RECORDS, value_name = "N",
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub retain_records: usize,
+    /// Long-lived requests (watch, stream watch, attach, wait, stream wait, run) served at
+    /// once; more are answered `busy`. The remaining connection slots (4,096 in all) are
+    /// kept for short requests.
+    #[arg(long, default_value_t = maxx_protocol::limits::MAX_LONG_LIVED_CONNECTIONS, value_name = "N",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new()
+              .range(1..=maxx_protocol::limits::MAX_LONG_LIVED_CONNECTIONS as u64))]
+    pub max_long_lived: usize,
     /// Internal: this process is the detached daemon.
     #[arg(long, hide = true)]
     pub detached_child: bool,

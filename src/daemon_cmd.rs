@@ -68,6 +68,8 @@ pub struct Tuning {
     pub fsync: bool,
     /// Closed/archived records kept.
     pub retain_records: usize,
+    /// Long-lived connections served at once.
+    pub max_long_lived: usize,
 }
 
 /// Run the daemon in this process. With `detached`, log to the control dir and report
@@ -111,6 +113,7 @@ pub fn run_foreground(
         bus_capacity: tuning.bus_capacity,
         fsync: tuning.fsync,
         retain_records: tuning.retain_records,
+        max_long_lived: tuning.max_long_lived,
     };
     let mut ready_fd = ready_fd;
     let result = runtime.block_on(async {

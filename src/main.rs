@@ -360,6 +360,8 @@ fn daemon(target: &Target, d: DaemonArgs) -> i32 {
             d.bus_capacity.to_string(),
             "--retain-records".to_string(),
             d.retain_records.to_string(),
+            "--max-long-lived".to_string(),
+            d.max_long_lived.to_string(),
         ];
         if d.fsync {
             extra.push("--fsync".into());
@@ -380,6 +382,7 @@ fn daemon(target: &Target, d: DaemonArgs) -> i32 {
             bus_capacity: d.bus_capacity,
             fsync: d.fsync,
             retain_records: d.retain_records,
+            max_long_lived: d.max_long_lived,
         },
     )
 }

@@ -16,7 +16,9 @@ use crate::session::{
 use crate::session_supervisor::SESSION_ACTOR_PREFIX;
 use crate::stats::Stats;
 use maxx_protocol::error::{ErrorBody, ErrorCode};
-use maxx_protocol::limits::{REQUEST_LINE_MAX_BYTES, REQUEST_READ_TIMEOUT, WATCH_BUFFER};
+use maxx_protocol::limits::{
+    REQUEST_LINE_MAX_BYTES, REQUEST_READ_TIMEOUT, RESPONSE_WRITE_TIMEOUT, WATCH_BUFFER,
+};
 use maxx_protocol::request::{
     ActionKind, ActionParams, Call, CreateParams, StreamWaitFor, StreamWaitParams,
     StreamWatchParams, WaitCondition, WaitParams, WatchParams,
@@ -34,7 +36,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::unix::AsyncFd;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::UnixStream;
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
@@ -68,6 +70,10 @@ pub struct DaemonContext {
     pub spawn: Arc<SpawnContext>,
     /// Default working directory for sessions created without `cwd`.
     pub default_cwd: PathBuf,
+    /// Slots for long-lived requests (see [`Call::is_long_lived`]).
+    pub long_lived: Arc<tokio::sync::Semaphore>,
+    /// Their number.
+    pub max_long_lived: usize,
 }
 
 /// The actor.
@@ -123,7 +129,7 @@ impl Actor for ConnectionActor {
             let stats = ctx.spawn.stats.clone();
             Stats::add(&stats.connections, 1);
             if let Some(response) = serve(&mut stream, &ctx).await {
-                let _ = stream.write_all(&response.to_line()).await;
+                let _ = write_bounded(&mut stream, &response.to_line()).await;
             }
             let _ = stream.shutdown().await;
             drop(stream);
@@ -136,6 +142,58 @@ impl Actor for ConnectionActor {
         myself.stop(None);
         Ok(())
     }
+}
+
+/// Write one answer (or one stream line, one attach chunk), giving the client
+/// [`RESPONSE_WRITE_TIMEOUT`] to take it. A client that stops reading is cut off instead of
+/// holding its connection slot (and whatever the answer pins) for ever.
+async fn write_bounded<W: AsyncWrite + Unpin>(w: &mut W, bytes: &[u8]) -> std::io::Result<()> {
+    match tokio::time::timeout(RESPONSE_WRITE_TIMEOUT, w.write_all(bytes)).await {
+        Ok(result) => result,
+        Err(_) => {
+            tracing::info!(
+                bytes = bytes.len(),
+                "client took no answer within {}s; closing",
+                RESPONSE_WRITE_TIMEOUT.as_secs()
+            );
+            Err(std::io::ErrorKind::TimedOut.into())
+        }
+    }
+}
+
+/// A held long-lived slot; counted in `daemon.stats` `long_lived` until dropped.
+struct LongLivedSlot {
+    _permit: tokio::sync::OwnedSemaphorePermit,
+    stats: Arc<Stats>,
+}
+
+impl Drop for LongLivedSlot {
+    fn drop(&mut self) {
+        Stats::add(&self.stats.long_lived, -1);
+    }
+}
+
+/// Take a long-lived slot, or `busy` when all [`DaemonContext::max_long_lived`] are taken.
+fn long_lived_slot(ctx: &DaemonContext, method: &str) -> Result<LongLivedSlot, ErrorBody> {
+    let permit = ctx.long_lived.clone().try_acquire_owned().map_err(|_| {
+        ErrorBody::new(
+            ErrorCode::Busy,
+            format!(
+                "refused {method}: all {} slots for long-lived requests (watch, attach, wait, \
+                 run) are taken; short requests are still served",
+                ctx.max_long_lived
+            ),
+        )
+        .with_remedy(
+            "retry later, or end a watch/attach/wait you no longer need; `maxx daemon \
+             --max-long-lived N` sets the cap",
+        )
+    })?;
+    Stats::add(&ctx.spawn.stats.long_lived, 1);
+    Ok(LongLivedSlot {
+        _permit: permit,
+        stats: ctx.spawn.stats.clone(),
+    })
 }
 
 /// Read one request line: up to a newline or EOF (a half-closed write side), bounded in
@@ -208,7 +266,18 @@ async fn serve(stream: &mut UnixStream, ctx: &DaemonContext) -> Option<Response>
     if let Err(e) = authorize_new_command(&call, claimed, confirm, ctx).await {
         return Some(Response::err(e).with_id(id));
     }
+    let _slot = if call.is_long_lived() {
+        match long_lived_slot(ctx, call.method()) {
+            Ok(slot) => Some(slot),
+            Err(e) => return Some(Response::err(e).with_id(id)),
+        }
+    } else {
+        None
+    };
     let result = match call {
+        // A wait whose caller hangs up ends at once: nobody is left to answer.
+        Call::Wait(p) => wait(p, ctx, stream).await?,
+        Call::StreamWait(p) => stream_wait(p, ctx, stream).await?,
         Call::Watch(p) => match watch(p, ctx, stream).await {
             Ok(()) => return None,
             Err(e) => Err(e),
@@ -561,6 +630,9 @@ async fn route(call: Call, caller: &str, ctx: &DaemonContext) -> Result<Value, E
         Call::Watch(_) | Call::StreamWatch(_) | Call::Attach { .. } => {
             Err(ErrorBody::internal("watch is served as a stream"))
         }
+        Call::Wait(_) | Call::StreamWait(_) => {
+            Err(ErrorBody::internal("a wait is served with its connection"))
+        }
         Call::SetGroup { session_id, group } => ask_session(
             ctx,
             &session_id,
@@ -599,7 +671,6 @@ async fn route(call: Call, caller: &str, ctx: &DaemonContext) -> Result<Value, E
             .await?
             .map(session_result)
         }
-        Call::StreamWait(p) => stream_wait(p, ctx).await,
         Call::Archive { session_id, reason } => ask_session(
             ctx,
             &session_id,
@@ -722,7 +793,6 @@ async fn route(call: Call, caller: &str, ctx: &DaemonContext) -> Result<Value, E
             )
             .await
         }
-        Call::Wait(p) => wait(p, ctx).await,
         Call::RegisterCurrent(p) => {
             let refused = crate::session::registration_refused;
             let surface = maxx_protocol::request::parse_session_id("surface_id", &p.surface_id)
@@ -764,10 +834,15 @@ async fn action(p: ActionParams, ctx: &DaemonContext) -> Result<Value, ErrorBody
     Ok(session_result(view))
 }
 
-async fn wait(p: WaitParams, ctx: &DaemonContext) -> Result<Value, ErrorBody> {
+/// `sessions.wait`. `None` when the caller hung up first: its waiter is dropped at once.
+async fn wait(
+    p: WaitParams,
+    ctx: &DaemonContext,
+    stream: &UnixStream,
+) -> Option<Result<Value, ErrorBody>> {
     let output_only = matches!(&p.condition, WaitCondition::Text(t) if t.output_only);
     // The session actor owns the timer; the call timeout is only a backstop.
-    let answer = ask_session(
+    let asked = ask_session(
         ctx,
         &p.session_id,
         |reply| SessionMsg::Wait {
@@ -776,8 +851,26 @@ async fn wait(p: WaitParams, ctx: &DaemonContext) -> Result<Value, ErrorBody> {
             reply,
         },
         p.timeout + ACTOR_CALL_TIMEOUT,
-    )
-    .await?;
+    );
+    let answer = tokio::select! {
+        answer = asked => answer,
+        _ = peer_closed(stream) => {
+            // Dropping the call closed the waiter's reply port; have the actor drop it now
+            // rather than at its timeout.
+            if let Ok(actor) = session_actor(ctx, &p.session_id).await {
+                let _ = actor.cast(SessionMsg::PruneWaiters);
+            }
+            return None;
+        }
+    };
+    Some(wait_result(answer, output_only))
+}
+
+fn wait_result(
+    answer: Result<crate::session::WaitAnswer, ErrorBody>,
+    output_only: bool,
+) -> Result<Value, ErrorBody> {
+    let answer = answer?;
     let mut result = json!({ "outcome": answer.outcome, "session": answer.session });
     if let Some(event) = answer.event {
         result["event"] = json!(event);
@@ -844,13 +937,13 @@ async fn watch(
     let gone = peer_closed(read_half.as_ref());
     tokio::pin!(gone);
     loop {
-        if write_half.write_all(&out).await.is_err() {
+        if write_bounded(&mut write_half, &out).await.is_err() {
             break;
         }
         let next = tokio::select! {
             item = rx.recv() => item,
             _ = async { tokio::time::sleep_until(deadline.unwrap()).await }, if deadline.is_some() => {
-                let _ = write_half.write_all(&line(&json!({"type": "end", "reason": "timeout"}))).await;
+                let _ = write_bounded(&mut write_half, &line(&json!({"type": "end", "reason": "timeout"}))).await;
                 break;
             }
             _ = &mut gone => break,
@@ -861,15 +954,19 @@ async fn watch(
                 "type": "lifecycle", "lifecycle": v.lifecycle, "session": v
             })),
             Some(WatchLine::End) => {
-                let _ = write_half
-                    .write_all(&line(&json!({"type": "end", "reason": "ended"})))
-                    .await;
+                let _ = write_bounded(
+                    &mut write_half,
+                    &line(&json!({"type": "end", "reason": "ended"})),
+                )
+                .await;
                 break;
             }
             None => {
-                let _ = write_half
-                    .write_all(&line(&json!({"type": "end", "reason": "dropped"})))
-                    .await;
+                let _ = write_bounded(
+                    &mut write_half,
+                    &line(&json!({"type": "end", "reason": "dropped"})),
+                )
+                .await;
                 break;
             }
         };
@@ -955,17 +1052,17 @@ async fn stream_watch(
     let mut out = line(&first);
     let mut last_cursor = hello.cursor;
     loop {
-        if write_half.write_all(&out).await.is_err() {
+        if write_bounded(&mut write_half, &out).await.is_err() {
             break;
         }
         if ended_already && rx.is_empty() {
-            let _ = write_half.write_all(&line(&json!({"type": "end"}))).await;
+            let _ = write_bounded(&mut write_half, &line(&json!({"type": "end"}))).await;
             break;
         }
         let next = tokio::select! {
             item = rx.recv() => item,
             _ = async { tokio::time::sleep_until(deadline.unwrap()).await }, if deadline.is_some() => {
-                let _ = write_half.write_all(&line(&json!({"type": "end", "reason": "timeout"}))).await;
+                let _ = write_bounded(&mut write_half, &line(&json!({"type": "end", "reason": "timeout"}))).await;
                 break;
             }
             _ = &mut gone => break,
@@ -976,7 +1073,7 @@ async fn stream_watch(
                 let mut bytes = line(&json!({"type": "event", "event": &*event}));
                 if single.is_some() && ends_run(&event) {
                     bytes.extend(line(&json!({"type": "end"})));
-                    let _ = write_half.write_all(&bytes).await;
+                    let _ = write_bounded(&mut write_half, &bytes).await;
                     break;
                 }
                 out = bytes;
@@ -987,7 +1084,7 @@ async fn stream_watch(
                     "type": "reset", "reason": "slow_consumer", "resume_since": last_cursor
                 }));
                 bytes.extend(line(&json!({"type": "end"})));
-                let _ = write_half.write_all(&bytes).await;
+                let _ = write_bounded(&mut write_half, &bytes).await;
                 break;
             }
         }
@@ -998,11 +1095,18 @@ async fn stream_watch(
 
 /// `stream.wait`: `--event` (edge-triggered on the bus) or `--group G --all C` (the
 /// registry's exact group counters). One response: outcome, and the event or members.
-async fn stream_wait(p: StreamWaitParams, ctx: &DaemonContext) -> Result<Value, ErrorBody> {
+/// `None` when the caller hung up first: its waiter or subscription is dropped at once.
+async fn stream_wait(
+    p: StreamWaitParams,
+    ctx: &DaemonContext,
+    stream: &UnixStream,
+) -> Option<Result<Value, ErrorBody>> {
+    let gone = peer_closed(stream);
+    tokio::pin!(gone);
     match p.wait_for {
         StreamWaitFor::All(condition) => {
             let group = p.filter.group.clone().unwrap_or_default();
-            let answer = ask(
+            let asked = ask(
                 &ctx.registry,
                 |reply| RegistryMsg::GroupWait {
                     group: group.clone(),
@@ -1011,16 +1115,29 @@ async fn stream_wait(p: StreamWaitParams, ctx: &DaemonContext) -> Result<Value, 
                     reply,
                 },
                 p.timeout + ACTOR_CALL_TIMEOUT,
-            )
-            .await?;
-            Ok(json!({"outcome": answer.outcome, "group": group, "members": answer.members}))
+            );
+            let answer = tokio::select! {
+                answer = asked => answer,
+                _ = &mut gone => {
+                    let _ = ctx.registry.cast(RegistryMsg::PruneWaiters);
+                    return None;
+                }
+            };
+            Some(answer.map(|answer| {
+                json!({"outcome": answer.outcome, "group": group, "members": answer.members})
+            }))
         }
         StreamWaitFor::Event(name) => {
             let single = p.filter.session_id.clone();
             if let Some(id) = &single {
-                run_ended(ctx, id).await?;
+                if let Err(e) = run_ended(ctx, id).await {
+                    return Some(Err(e));
+                }
             }
-            let (hello, mut rx) = subscribe(ctx, p.filter, None).await?;
+            let (hello, mut rx) = match subscribe(ctx, p.filter, None).await {
+                Ok(subscribed) => subscribed,
+                Err(e) => return Some(Err(e)),
+            };
             let deadline = tokio::time::Instant::now() + p.timeout;
             let ended = match &single {
                 Some(id) => run_ended(ctx, id).await.unwrap_or(true),
@@ -1028,25 +1145,28 @@ async fn stream_wait(p: StreamWaitParams, ctx: &DaemonContext) -> Result<Value, 
             };
             let result = loop {
                 if ended && rx.is_empty() {
-                    break json!({"outcome": Outcome::Ended});
+                    break Some(json!({"outcome": Outcome::Ended}));
                 }
                 let event = tokio::select! {
                     e = rx.recv() => e,
-                    _ = tokio::time::sleep_until(deadline) => break json!({"outcome": Outcome::Timeout}),
+                    _ = tokio::time::sleep_until(deadline) => break Some(json!({"outcome": Outcome::Timeout})),
+                    _ = &mut gone => break None,
                 };
                 match event {
                     Some(e) if e.kind == "event" && e.name.as_deref() == Some(name.as_str()) => {
-                        break json!({"outcome": Outcome::Matched, "stream_event": &*e});
+                        break Some(json!({"outcome": Outcome::Matched, "stream_event": &*e}));
                     }
                     Some(e) if single.is_some() && ends_run(&e) => {
-                        break json!({"outcome": Outcome::Ended});
+                        break Some(json!({"outcome": Outcome::Ended}));
                     }
                     Some(_) => continue,
-                    None => break json!({"outcome": Outcome::Ended, "reason": "slow_consumer"}),
+                    None => {
+                        break Some(json!({"outcome": Outcome::Ended, "reason": "slow_consumer"}))
+                    }
                 }
             };
             let _ = ctx.bus.cast(BusMsg::Unsubscribe(hello.id));
-            Ok(result)
+            result.map(Ok)
         }
     }
 }
@@ -1134,11 +1254,11 @@ async fn attach(
     let mut first = Response::ok(json!({ "session": view })).to_line();
     first.extend(repaint);
     let outbound = async {
-        if write_half.write_all(&first).await.is_err() {
+        if write_bounded(&mut write_half, &first).await.is_err() {
             return;
         }
         while let Some(chunk) = rx.recv().await {
-            if write_half.write_all(&chunk).await.is_err() {
+            if write_bounded(&mut write_half, &chunk).await.is_err() {
                 return;
             }
         }

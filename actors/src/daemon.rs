@@ -26,6 +26,8 @@ pub struct DaemonConfig {
     pub fsync: bool,
     /// Closed/archived records kept, newest first, in memory and in `registry.json`.
     pub retain_records: usize,
+    /// Long-lived connections (watches, attaches, waits, runs) served at once.
+    pub max_long_lived: usize,
 }
 
 /// Why the daemon could not start or stopped abnormally.
@@ -175,6 +177,7 @@ pub async fn run(
             dir: dir.clone(),
             fsync: config.fsync,
             retain_records: config.retain_records,
+            max_long_lived: config.max_long_lived,
             profiles_path: crate::profiles::profiles_path(),
             policy_path: crate::policy::policy_path(),
         },

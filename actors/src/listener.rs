@@ -1,7 +1,11 @@
 //! `Listener`: owns the bound `control.sock` and an accept loop. Each accepted stream
 //! gets one `ConnectionActor`, linked here. At most
 //! [`MAX_CONNECTIONS`](maxx_protocol::limits::MAX_CONNECTIONS) are served at once; beyond
-//! that, new clients wait in the kernel's accept queue.
+//! that, new clients wait in the kernel's accept queue. Long-lived requests (watches,
+//! attaches, waits, runs) may hold at most
+//! [`MAX_LONG_LIVED_CONNECTIONS`](maxx_protocol::limits::MAX_LONG_LIVED_CONNECTIONS) of those
+//! slots (a second cap, taken by the connection once it knows the method; over it: `busy`),
+//! so the rest always serve short requests.
 
 use crate::connection::{ConnectionActor, ConnectionArgs, DaemonContext};
 use maxx_protocol::limits::MAX_CONNECTIONS;

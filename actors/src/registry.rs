@@ -87,6 +87,8 @@ pub enum RegistryMsg {
     },
     /// A group wait's timer fired.
     GroupWaitExpired(u64),
+    /// A waiting caller hung up: drop every group waiter whose caller has gone.
+    PruneWaiters,
     /// The focused session, if any.
     Focused(RpcReplyPort<Option<String>>),
     /// The actor and lifecycle of a session, to route a request to it (waking the actor
@@ -594,6 +596,14 @@ impl Actor for RegistryActor {
             }
             RegistryMsg::Focused(reply) => {
                 let _ = reply.send(state.focused.clone());
+            }
+            RegistryMsg::PruneWaiters => {
+                let before = state.group_waiters.len();
+                state.group_waiters.retain(|w| !w.reply.is_closed());
+                Stats::add(
+                    &state.stats.waiters,
+                    state.group_waiters.len() as i64 - before as i64,
+                );
             }
             RegistryMsg::GroupWaitExpired(id) => {
                 if let Some(pos) = state.group_waiters.iter().position(|w| w.id == id) {

@@ -39,6 +39,8 @@ pub struct RootArgs {
     pub fsync: bool,
     /// Closed/archived records retention keeps (memory and disk).
     pub retain_records: usize,
+    /// Long-lived connections served at once.
+    pub max_long_lived: usize,
     /// The agent profiles file.
     pub profiles_path: Option<PathBuf>,
     /// The capability policy file.
@@ -167,6 +169,8 @@ impl Actor for RootSupervisor {
             session_supervisor: sessions.get_cell(),
             spawn: args.spawn,
             default_cwd: args.default_cwd,
+            long_lived: Arc::new(tokio::sync::Semaphore::new(args.max_long_lived)),
+            max_long_lived: args.max_long_lived,
         });
         Actor::spawn_linked(
             Some("listener".into()),

@@ -189,6 +189,8 @@ pub enum SessionMsg {
     },
     /// A wait's timer fired.
     WaitExpired(u64),
+    /// A waiting caller hung up: drop every waiter whose caller has gone.
+    PruneWaiters,
     /// [`RETIRE_IDLE`] passed since the message with this number: retire if nothing came
     /// since and the session still needs no actor.
     RetireIfIdle(u64),
@@ -857,6 +859,7 @@ impl SessionActor {
                     state.publish();
                 }
             }
+            SessionMsg::PruneWaiters => state.prune_waiters(),
             SessionMsg::WaitExpired(id) => {
                 if let Some(pos) = state.waiters.iter().position(|w| w.id == id) {
                     let waiter = state.waiters.swap_remove(pos);

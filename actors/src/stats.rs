@@ -52,6 +52,8 @@ pub struct Stats {
     pub waiters: AtomicI64,
     /// `stream.watch` / `stream.wait --event` subscriptions on the bus.
     pub streams: AtomicI64,
+    /// Connections holding a long-lived slot (watch, attach, wait, run).
+    pub long_lived: AtomicI64,
     /// 1 while the registry journal cannot be written (disk full, I/O error): mutations
     /// are refused with `persistence_failed` until a write succeeds again.
     pub journal_behind: AtomicI64,
@@ -85,6 +87,8 @@ pub struct StatsSnapshot {
     pub waiters: i64,
     /// Live bus subscriptions.
     pub streams: i64,
+    /// Connections holding a long-lived slot (watch, attach, wait, run).
+    pub long_lived: i64,
     /// 1 while the registry journal cannot be written.
     pub journal_behind: i64,
     /// Failed journal writes since start.
@@ -111,6 +115,7 @@ impl Stats {
             watchers: self.watchers.load(Ordering::Relaxed),
             waiters: self.waiters.load(Ordering::Relaxed),
             streams: self.streams.load(Ordering::Relaxed),
+            long_lived: self.long_lived.load(Ordering::Relaxed),
             journal_behind: self.journal_behind.load(Ordering::Relaxed),
             journal_write_errors: self.journal_write_errors.load(Ordering::Relaxed),
             registry_unreadable: self.registry_unreadable.get().cloned(),

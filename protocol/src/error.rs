@@ -50,6 +50,11 @@ pub enum ErrorCode {
     /// could not be read at start, so the daemon preserves it and refuses every mutation it
     /// could not save; reads keep working (CLI exit 1). The remedy names the file.
     RegistryUnreadable,
+    /// `busy`: every slot for long-lived requests (`sessions.watch`, `stream.watch`,
+    /// `sessions.attach`, `sessions.wait`, `stream.wait`, `sessions.run`) is taken; the
+    /// request was refused before it started anything (CLI exit 1). Slots kept for short
+    /// requests are never used by long-lived ones.
+    Busy,
 }
 
 impl ErrorCode {
@@ -73,6 +78,7 @@ impl ErrorCode {
             ErrorCode::AlreadyRunning => "already_running",
             ErrorCode::UnsafeFile => "unsafe_file",
             ErrorCode::RegistryUnreadable => "registry_unreadable",
+            ErrorCode::Busy => "busy",
         }
     }
 }

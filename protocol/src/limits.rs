@@ -13,6 +13,15 @@ pub const REQUEST_READ_TIMEOUT: Duration = Duration::from_secs(10);
 pub const RESPONSE_LINE_MAX_BYTES: usize = 64 * 1024 * 1024;
 /// How many connections the daemon serves at once; more wait in the accept queue.
 pub const MAX_CONNECTIONS: usize = 4096;
+/// How many of those may be long-lived at once (watches, attaches, waits, runs): the
+/// other quarter is always left to short requests, so streams and waits cannot starve
+/// them. Over the cap a long-lived request is answered `busy` (`maxx daemon
+/// --max-long-lived`).
+pub const MAX_LONG_LIVED_CONNECTIONS: usize = MAX_CONNECTIONS * 3 / 4;
+/// How long the daemon waits for a client to take one answer (or one stream line or
+/// attach chunk) before it closes the connection: a client that stops reading cannot hold
+/// a slot. A whole 64 MiB answer moves through a Unix socket in well under a second.
+pub const RESPONSE_WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// `title` ≤ 256 chars.
 pub const TITLE_MAX_CHARS: usize = 256;

@@ -700,6 +700,22 @@ impl Call {
         Ok(call)
     }
 
+    /// Whether the request may hold its connection for long: a stream (`sessions.watch`,
+    /// `stream.watch`, `sessions.attach`) or a wait (`sessions.wait`, `stream.wait`,
+    /// `sessions.run`). These share a capped number of slots
+    /// ([`crate::limits::MAX_LONG_LIVED_CONNECTIONS`]).
+    pub fn is_long_lived(&self) -> bool {
+        matches!(
+            self,
+            Call::Watch(_)
+                | Call::StreamWatch(_)
+                | Call::Attach { .. }
+                | Call::Wait(_)
+                | Call::StreamWait(_)
+                | Call::Run(_)
+        )
+    }
+
     /// The wire method name.
     pub fn method(&self) -> &'static str {
         match self {
