@@ -225,3 +225,38 @@ fn long_lived_requests_cannot_starve_short_ones() {
     );
     assert_eq!(r["outcome"], "timeout");
 }
+
+/// The review's case at full size: more fire-and-forget waits than the daemon has slots.
+#[test]
+fn more_waits_than_slots_still_leave_room_for_short_requests() {
+    let d = Daemon::start();
+    let id = sid(&d.create(json!({"command": "sleep 600"})));
+    let cap = maxx_protocol::limits::MAX_LONG_LIVED_CONNECTIONS as i64;
+    let total = maxx_protocol::limits::MAX_CONNECTIONS + 304;
+    let clients: Vec<UnixStream> = (0..total)
+        .map(|_| {
+            send(
+                &d,
+                "sessions.wait",
+                json!({"session_id": id, "lifecycle": "exited", "timeout": 3600}),
+                true,
+            )
+        })
+        .collect();
+    // Those over the cap were answered `busy` and closed; the rest hold their slots, and a
+    // short request is still served (before: it waited for a slot for the waits' hour).
+    wait_stats(
+        &d,
+        "the long-lived cap filled",
+        Duration::from_secs(120),
+        &[("long_lived", cap), ("waiters", cap)],
+    );
+    assert_eq!(d.get(&id)["lifecycle"], "running");
+    drop(clients);
+    wait_stats(
+        &d,
+        "every wait ended with its caller",
+        Duration::from_secs(60),
+        &[("long_lived", 0), ("waiters", 0), ("connections", 1)],
+    );
+}
