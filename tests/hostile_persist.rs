@@ -281,3 +281,134 @@ fn an_unreadable_registry_refuses_every_mutation_and_keeps_reads_working() {
         });
     }
 }
+
+/// A request on a fresh connection with a 10 s read timeout: a persistence actor blocked on
+/// a FIFO fails the test instead of hanging it.
+fn bounded(d: &Daemon, method: &str, params: Value) -> Value {
+    use std::io::{BufRead, BufReader, Write};
+    let mut s = std::os::unix::net::UnixStream::connect(d.socket()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let req = json!({"token": d.token(), "method": method, "params": params});
+    s.write_all(format!("{req}\n").as_bytes()).unwrap();
+    let mut line = String::new();
+    BufReader::new(s)
+        .read_line(&mut line)
+        .unwrap_or_else(|e| panic!("{method}: no answer within 10 s ({e})"));
+    serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad response {line:?}: {e}"))
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Plant {
+    Symlink,
+    Fifo,
+}
+
+/// Put a symlink to `target` or a FIFO at `at` (whatever was there removed first).
+fn plant_at(kind: Plant, at: &Path, target: &Path) {
+    let _ = std::fs::remove_file(at);
+    match kind {
+        Plant::Symlink => std::os::unix::fs::symlink(target, at).unwrap(),
+        Plant::Fifo => {
+            let c = std::ffi::CString::new(at.as_os_str().as_encoded_bytes()).unwrap();
+            // SAFETY: a valid C string.
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        }
+    }
+}
+
+/// Item 10, write side: `registry.journal` replaced by a symlink or a FIFO while the daemon
+/// runs. Before: the daemon noticed the journal was gone, wrote a snapshot and reopened the
+/// journal with `O_CREAT | O_TRUNC`, following the link (the target truncated, then journal
+/// lines appended to it) or blocking forever on the FIFO (every mutation hung). Now nothing
+/// is written through either: the mutation that finds the journal replaced is saved in a
+/// snapshot, every later one is refused with `persistence_failed` naming the file, reads
+/// keep working, and once the plant is removed mutations are accepted and survive a restart.
+/// Also planted before start (`registry_unreadable`) and at the snapshot's temp file name.
+#[test]
+fn registry_files_planted_as_symlinks_or_fifos_are_never_written_through() {
+    const PRECIOUS: &[u8] = b"precious, not a journal\n";
+    for kind in [Plant::Symlink, Plant::Fifo] {
+        let mut d = Daemon::start();
+        let id = sid(&d.create(json!({"command": "sleep 60"})));
+        let journal = d.control.join("registry.journal");
+        let victim = d.path("victim");
+        std::fs::write(&victim, PRECIOUS).unwrap();
+        plant_at(kind, &journal, &victim);
+        let set = |d: &Daemon, key: &str| {
+            bounded(
+                d,
+                "sessions.set-metadata",
+                json!({"session_id": id, "key": key, "value": 1}),
+            )
+        };
+        // The first write after the plant (this mutation's, or one of the new session's own
+        // updates racing it) finds the journal replaced and is saved in a new snapshot; an
+        // `ok` is therefore possible for k1, and then it must survive.
+        let first = set(&d, "k1");
+        let k1_saved = first["ok"] == true;
+        if !k1_saved {
+            assert_eq!(
+                first["error"]["code"], "persistence_failed",
+                "{kind:?}: {first}"
+            );
+        }
+        for key in ["k2", "k3"] {
+            let r = set(&d, key);
+            assert_eq!(r["ok"], false, "{kind:?}: {r}");
+            assert_eq!(r["error"]["code"], "persistence_failed", "{kind:?}: {r}");
+            assert!(
+                r["error"]["remedy"]
+                    .as_str()
+                    .is_some_and(|s| s.contains("registry.journal")),
+                "{kind:?}: the remedy names the file: {r}"
+            );
+        }
+        let r = bounded(&d, "sessions.create", json!({"command": "sleep 60"}));
+        assert_eq!(r["error"]["code"], "persistence_failed", "{kind:?}: {r}");
+        assert_eq!(std::fs::read(&victim).unwrap(), PRECIOUS, "{kind:?}");
+        let meta = std::fs::symlink_metadata(&journal).unwrap();
+        match kind {
+            Plant::Symlink => assert!(meta.file_type().is_symlink()),
+            Plant::Fifo => {
+                use std::os::unix::fs::FileTypeExt;
+                assert!(meta.file_type().is_fifo())
+            }
+        }
+        // Reads keep working.
+        let list = bounded(&d, "sessions.list", json!({}));
+        assert_eq!(list["ok"], true, "{list}");
+        assert_eq!(d.stat("journal_behind"), 1);
+
+        // The snapshot's temp file name planted too (the daemon's pid is in it): the fold at
+        // a clean stop writes registry.json without writing through it.
+        let tmp_name = d.control.join(format!(".registry.json.tmp.{}", d.pid()));
+        let victim2 = d.path("victim2");
+        std::fs::write(&victim2, PRECIOUS).unwrap();
+        plant_at(kind, &tmp_name, &victim2);
+        // The plant at the journal removed: the next mutation writes what was held.
+        std::fs::remove_file(&journal).unwrap();
+        let r = set(&d, "k4");
+        assert_eq!(r["ok"], true, "{kind:?}: {r}");
+        assert_eq!(d.stat("journal_behind"), 0);
+        assert!(d.stop_with(libc::SIGTERM).success());
+        assert_eq!(std::fs::read(&victim2).unwrap(), PRECIOUS, "{kind:?}");
+        assert_eq!(std::fs::read(&victim).unwrap(), PRECIOUS, "{kind:?}");
+        d.restart();
+        let meta = &d.get(&id)["metadata"];
+        if k1_saved {
+            assert_eq!(meta["k1"], 1, "{kind:?}: {meta}");
+        }
+        assert_eq!(meta["k4"], 1, "{kind:?}: {meta}");
+        d.stop_with(libc::SIGTERM);
+
+        // Planted before start: the journal cannot be read, so it is preserved and every
+        // mutation is refused (`registry_unreadable`), the target untouched.
+        plant_at(kind, &journal, &victim);
+        d.restart();
+        let r = bounded(&d, "sessions.create", json!({"command": "sleep 60"}));
+        assert_eq!(r["error"]["code"], "registry_unreadable", "{kind:?}: {r}");
+        assert_eq!(bounded(&d, "sessions.list", json!({}))["ok"], true);
+        d.stop_with(libc::SIGTERM);
+        assert_eq!(std::fs::read(&victim).unwrap(), PRECIOUS, "{kind:?}");
+    }
+}

@@ -17,7 +17,8 @@ use crate::session_supervisor::SESSION_ACTOR_PREFIX;
 use crate::stats::Stats;
 use maxx_protocol::error::{ErrorBody, ErrorCode};
 use maxx_protocol::limits::{
-    REQUEST_LINE_MAX_BYTES, REQUEST_READ_TIMEOUT, RESPONSE_WRITE_TIMEOUT, WATCH_BUFFER,
+    REQUEST_LINE_MAX_BYTES, REQUEST_READ_TIMEOUT, RESPONSE_WRITE_TIMEOUT, UNAUTH_BUDGET_BYTES,
+    UNAUTH_FREE_BYTES, WATCH_BUFFER,
 };
 use maxx_protocol::request::{
     ActionKind, ActionParams, Call, CreateParams, StreamWaitFor, StreamWaitParams,
@@ -196,10 +197,49 @@ fn long_lived_slot(ctx: &DaemonContext, method: &str) -> Result<LongLivedSlot, E
     })
 }
 
+/// What one connection's not-yet-authenticated request line holds of the shared budget
+/// (`UNAUTH_BUDGET_BYTES`); given back when dropped.
+struct Unauthenticated<'a> {
+    stats: &'a Stats,
+    charged: i64,
+}
+
+impl Unauthenticated<'_> {
+    /// Charge `n` more bytes, unless that would spend more than the budget.
+    fn charge(&mut self, n: i64) -> bool {
+        let before = self
+            .stats
+            .unauthenticated_bytes
+            .fetch_add(n, Ordering::Relaxed);
+        if before + n > UNAUTH_BUDGET_BYTES as i64 {
+            self.stats
+                .unauthenticated_bytes
+                .fetch_sub(n, Ordering::Relaxed);
+            return false;
+        }
+        self.charged += n;
+        true
+    }
+}
+
+impl Drop for Unauthenticated<'_> {
+    fn drop(&mut self) {
+        self.stats
+            .unauthenticated_bytes
+            .fetch_sub(self.charged, Ordering::Relaxed);
+    }
+}
+
 /// Read one request line: up to a newline or EOF (a half-closed write side), bounded in
-/// size and time.
-async fn read_request_line(stream: &mut UnixStream) -> Result<Vec<u8>, ErrorBody> {
+/// size and time, and in memory across connections: the line's buffer beyond
+/// `UNAUTH_FREE_BYTES` is charged to the process-wide `UNAUTH_BUDGET_BYTES` until the
+/// request is authenticated (the returned guard is dropped).
+async fn read_request_line<'s>(
+    stream: &mut UnixStream,
+    stats: &'s Stats,
+) -> Result<(Vec<u8>, Unauthenticated<'s>), ErrorBody> {
     let deadline = tokio::time::Instant::now() + REQUEST_READ_TIMEOUT;
+    let mut held = Unauthenticated { stats, charged: 0 };
     let mut line = Vec::new();
     let mut chunk = [0u8; 8192];
     loop {
@@ -214,19 +254,43 @@ async fn read_request_line(stream: &mut UnixStream) -> Result<Vec<u8>, ErrorBody
             Ok(Ok(n)) => n,
         };
         if n == 0 {
-            return Ok(line);
+            return Ok((line, held));
         }
         let data = &chunk[..n];
         let end = data.iter().position(|b| *b == b'\n');
-        line.extend_from_slice(&data[..end.unwrap_or(n)]);
-        if line.len() > REQUEST_LINE_MAX_BYTES {
+        let take = end.unwrap_or(n);
+        let need = line.len() + take;
+        if need > REQUEST_LINE_MAX_BYTES {
             return Err(ErrorBody::new(
                 ErrorCode::TooLarge,
                 format!("request line exceeds {REQUEST_LINE_MAX_BYTES} bytes"),
             ));
         }
+        if need > line.capacity() {
+            // Grow by doubling, but charge what is allocated, not what is used.
+            let cap = need.max(line.capacity() * 2).min(REQUEST_LINE_MAX_BYTES);
+            let owed = cap.saturating_sub(UNAUTH_FREE_BYTES) as i64 - held.charged;
+            if owed > 0 && !held.charge(owed) {
+                Stats::add(&stats.unauthenticated_refused, 1);
+                return Err(ErrorBody::new(
+                    ErrorCode::TooLarge,
+                    format!(
+                        "connections not yet authenticated hold {} MiB of request lines, \
+                         the daemon's limit; this line is past {} KiB and would take more",
+                        UNAUTH_BUDGET_BYTES >> 20,
+                        UNAUTH_FREE_BYTES >> 10
+                    ),
+                )
+                .with_remedy(
+                    "retry shortly (partial lines time out after 10 s); if it keeps \
+                     happening, something is flooding the socket: see `maxx daemon stats`",
+                ));
+            }
+            line.reserve_exact(cap - line.len());
+        }
+        line.extend_from_slice(&data[..take]);
         if end.is_some() {
-            return Ok(line);
+            return Ok((line, held));
         }
     }
 }
@@ -243,17 +307,23 @@ struct Request {
 
 /// Serve one request. `None` when the answer was already streamed.
 async fn serve(stream: &mut UnixStream, ctx: &DaemonContext) -> Option<Response> {
-    let line = match read_request_line(stream).await {
-        Ok(line) => line,
+    let stats = ctx.spawn.stats.clone();
+    let (line, held) = match read_request_line(stream, &stats).await {
+        Ok(read) => read,
         Err(e) => return Some(Response::err(e)),
     };
+    let decoded = decode_request(&line, ctx);
+    // Authenticated or refused: the line no longer counts against the budget, and is not
+    // held for the life of a stream.
+    drop(line);
+    drop(held);
     let Request {
         id,
         call,
         caller,
         claimed,
         confirm,
-    } = match decode_request(&line, ctx) {
+    } = match decoded {
         Ok(request) => request,
         Err(response) => return Some(*response),
     };

@@ -80,8 +80,8 @@ fn file_kind(ft: fs::FileType) -> &'static str {
 /// Open `path` with `opts`, refusing anything but a regular file, without ever blocking:
 /// `O_NONBLOCK` (a FIFO neither blocks the open nor a read; it is refused after `fstat`),
 /// `O_CLOEXEC`, and with `follow_links` false `O_NOFOLLOW` (a symlink is refused, never
-/// opened through). A regular file ignores `O_NONBLOCK`, so reads and writes behave as
-/// usual.
+/// opened through). Once `fstat` shows a regular file, `O_NONBLOCK` is cleared again, so
+/// reads and writes behave as usual.
 pub fn open_regular(
     path: &Path,
     opts: &mut fs::OpenOptions,
@@ -116,6 +116,14 @@ pub fn open_regular(
     let meta = file.metadata()?;
     if !meta.file_type().is_file() {
         return Err(refuse_file(path, file_kind(meta.file_type())));
+    }
+    use std::os::fd::AsRawFd;
+    let fd = file.as_raw_fd();
+    // SAFETY: fcntl on an fd we own.
+    let fl = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    // SAFETY: as above.
+    if fl < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, fl & !libc::O_NONBLOCK) } < 0 {
+        return Err(io::Error::last_os_error());
     }
     Ok(file)
 }
@@ -287,7 +295,11 @@ impl ControlDir {
         Ok(token.trim().to_string())
     }
 
-    /// Write `name` atomically (temp file + rename) with mode 0600.
+    /// Write `name` atomically (temp file + rename) with mode 0600. The temp file is
+    /// created with `O_EXCL` through [`open_regular`] (no link followed, never blocking): a
+    /// symlink or FIFO planted at its name that survives the unlink below fails the write,
+    /// and nothing is written through it. `rename` replaces a link at `name` itself, never
+    /// its target.
     pub fn write_private(&self, name: &str, contents: &[u8]) -> io::Result<()> {
         let tmp = self
             .path
@@ -296,11 +308,14 @@ impl ControlDir {
         // forever.
         let _ = fs::remove_file(&tmp);
         let result = (|| {
-            let mut f = fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&tmp)?;
+            let mut f = open_regular(
+                &tmp,
+                fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600),
+                false,
+            )?;
             f.write_all(contents)?;
             f.sync_all()?;
             fs::rename(&tmp, self.path.join(name))

@@ -165,6 +165,8 @@ pub struct PersistState {
     backlog_lost: bool,
     /// Why the journal is behind, while it is.
     failure: Option<String>,
+    /// The failure is a symlink, FIFO or other non-regular file at the journal's name.
+    failure_unsafe: bool,
     stats: Arc<Stats>,
     /// Retention's count cap.
     retain: usize,
@@ -439,6 +441,14 @@ fn detach(mut r: Record) -> Record {
     r
 }
 
+/// Open `registry.journal` for writing through [`open_regular`]: `O_NOFOLLOW`, `O_NONBLOCK`
+/// (cleared once it is known to be a regular file), `O_CLOEXEC`, mode 0600, and `fstat` must
+/// show a regular file. A symlink is never opened (so never truncated or appended through)
+/// and a FIFO never blocks the actor.
+fn open_journal(path: &Path, opts: &mut OpenOptions) -> io::Result<File> {
+    crate::control_dir::open_regular(path, opts.mode(0o600), false)
+}
+
 /// Read a file of the control dir without following a symlink and without blocking (a FIFO
 /// would block a plain `open` until a writer came): anything but a regular file of at most
 /// `max` bytes is an error naming what it is. `Ok(None)` when there is no file.
@@ -575,6 +585,7 @@ impl PersistState {
             backlog: Vec::new(),
             backlog_lost: false,
             failure: None,
+            failure_unsafe: false,
             stats,
             retain,
         }
@@ -707,13 +718,13 @@ impl PersistState {
         self.backlog.clear();
         self.backlog_lost = false;
         self.torn = false;
-        match OpenOptions::new()
-            .create(true)
-            .write(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(self.dir.path().join(JOURNAL_FILE))
-        {
+        // Never through a link, never blocking on a FIFO: a symlink or FIFO planted at the
+        // journal's name is refused here (its target untouched), and the next mutation's
+        // journal write is refused the same way (`persistence_failed`).
+        match open_journal(
+            &self.dir.path().join(JOURNAL_FILE),
+            OpenOptions::new().create(true).write(true).truncate(true),
+        ) {
             Ok(f) => {
                 self.journal = Some(f);
                 self.journal_bytes = 0;
@@ -731,25 +742,28 @@ impl PersistState {
     /// Append `bytes` (whole lines) to the journal in one write. A failed write is cut back
     /// to the last complete line.
     fn write_journal(&mut self, bytes: &[u8]) -> io::Result<()> {
+        let path = self.dir.path().join(JOURNAL_FILE);
         if self.journal.is_none() {
-            let f = OpenOptions::new()
-                .create(true)
-                .append(true)
-                .mode(0o600)
-                .open(self.dir.path().join(JOURNAL_FILE))?;
+            let f = open_journal(&path, OpenOptions::new().create(true).append(true))?;
             self.journal_bytes = f.metadata()?.len();
             self.journal = Some(f);
         }
         let Some(f) = self.journal.as_mut() else {
             return Err(io::Error::other("registry.journal is not open"));
         };
-        // Removed or replaced under us: lines written to the unlinked file would be lost
-        // with it. The caller writes a snapshot instead.
-        if f.metadata()?.nlink() == 0 {
+        // Removed, renamed away or replaced under us (by a symlink, a FIFO, another file):
+        // lines written to the file we hold would not be at the journal's name at the next
+        // start. The caller writes a snapshot instead, and the reopen refuses anything but a
+        // regular file.
+        let held = f.metadata()?;
+        let at_path = std::fs::symlink_metadata(&path);
+        if held.nlink() == 0
+            || !at_path.is_ok_and(|m| m.dev() == held.dev() && m.ino() == held.ino())
+        {
             self.journal = None;
             return Err(io::Error::new(
                 io::ErrorKind::NotFound,
-                "registry.journal was removed",
+                "registry.journal was removed or replaced",
             ));
         }
         let lead: &[u8] = if self.torn { b"\n" } else { b"" };
@@ -792,6 +806,7 @@ impl PersistState {
             self.stats.journal_behind.store(1, Ordering::Relaxed);
         }
         Stats::add(&self.stats.journal_write_errors, 1);
+        self.failure_unsafe = crate::control_dir::unsafe_file(e).is_some();
         self.failure = Some(e.to_string());
     }
 
@@ -836,10 +851,18 @@ impl PersistState {
                     "the registry journal cannot be written ({why}); the change is not on disk"
                 ),
             )
-            .with_remedy(
+            .with_remedy(if self.failure_unsafe {
+                format!(
+                    "remove {} (the daemon never writes through a symlink, FIFO or anything \
+                     but a regular file there); the daemon writes what it holds in memory with \
+                     the next mutation",
+                    self.dir.path().join(JOURNAL_FILE).display()
+                )
+            } else {
                 "free space in the control dir (see `maxx daemon status`); the daemon writes \
-                 what it holds in memory with the next mutation",
-            )),
+                 what it holds in memory with the next mutation"
+                    .to_string()
+            })),
         }
     }
 

@@ -46,6 +46,11 @@ pub struct Stats {
     pub records_dropped: AtomicI64,
     /// Connections being served.
     pub connections: AtomicI64,
+    /// Bytes of request lines not yet authenticated charged to the shared budget
+    /// (`UNAUTH_BUDGET_BYTES`; each connection's first `UNAUTH_FREE_BYTES` are not charged).
+    pub unauthenticated_bytes: AtomicI64,
+    /// Request lines refused (`too_large`) because the shared budget was spent.
+    pub unauthenticated_refused: AtomicI64,
     /// `sessions.watch` subscriptions registered with session actors.
     pub watchers: AtomicI64,
     /// `sessions.wait` and `stream.wait --all` waiters pending.
@@ -81,6 +86,10 @@ pub struct StatsSnapshot {
     pub records_dropped: i64,
     /// Connections being served (including the one asking).
     pub connections: i64,
+    /// Bytes of not-yet-authenticated request lines charged to the shared 64 MiB budget.
+    pub unauthenticated_bytes: i64,
+    /// Request lines refused because that budget was spent.
+    pub unauthenticated_refused: i64,
     /// Live `sessions.watch` subscriptions.
     pub watchers: i64,
     /// Pending `sessions.wait` and `stream.wait --all` waiters.
@@ -112,6 +121,8 @@ impl Stats {
             records: self.records.load(Ordering::Relaxed),
             records_dropped: self.records_dropped.load(Ordering::Relaxed),
             connections: self.connections.load(Ordering::Relaxed),
+            unauthenticated_bytes: self.unauthenticated_bytes.load(Ordering::Relaxed),
+            unauthenticated_refused: self.unauthenticated_refused.load(Ordering::Relaxed),
             watchers: self.watchers.load(Ordering::Relaxed),
             waiters: self.waiters.load(Ordering::Relaxed),
             streams: self.streams.load(Ordering::Relaxed),

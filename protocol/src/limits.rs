@@ -7,6 +7,15 @@ use std::time::Duration;
 
 /// Largest request line the daemon reads before answering `too_large`.
 pub const REQUEST_LINE_MAX_BYTES: usize = 1024 * 1024;
+/// What one connection may hold of its request line before the budget below is charged:
+/// covers nearly every real request, so small requests never compete for the budget.
+pub const UNAUTH_FREE_BYTES: usize = 8 * 1024;
+/// What all connections together may hold of request lines not yet authenticated (the
+/// token is checked once the whole line is in), beyond [`UNAUTH_FREE_BYTES`] each. A line
+/// that would take more is answered `too_large` and its connection closed. With
+/// [`MAX_CONNECTIONS`] slots and an 8 KiB read buffer each, unauthenticated connections hold
+/// at most 4096 x 16 KiB + 64 MiB = 128 MiB.
+pub const UNAUTH_BUDGET_BYTES: usize = 64 * 1024 * 1024;
 /// How long a connection may take to deliver its request line.
 pub const REQUEST_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// Largest response line the CLI reads.
