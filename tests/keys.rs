@@ -103,7 +103,7 @@ fn every_chord_reaches_the_program_as_xterm_encodes_it() {
             ("C-Enter", b"\x1b[27;5;13~"),
             ("S-Enter", b"\x1b[27;2;13~"),
             ("C-Tab", b"\x1b[27;5;9~"),
-            ("M-BSpace", b"\x1b[27;3;127~"),
+            ("M-BSpace", b"\x1b\x7f"),
             ("C-Escape", b"\x1b[27;5;27~"),
             ("M-x", b"\x1bx"),
             ("ctrl+c", b"\x03"),

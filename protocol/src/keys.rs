@@ -440,7 +440,8 @@ fn is_cursor_key(key: NamedKey) -> bool {
 }
 
 /// xterm: cursor/editing/function keys with `; m`, DECCKM for unmodified cursor keys only,
-/// modifyOtherKeys form for modified Enter/Tab/Backspace/Escape (Shift+Tab is `CSI Z`).
+/// modifyOtherKeys form for Ctrl/Shift-modified Enter/Tab/Backspace/Escape (Shift+Tab is
+/// `CSI Z`; Alt alone is `ESC` before the key).
 fn encode_xterm(key: NamedKey, mods: Mods, app_cursor: bool, out: &mut Vec<u8>) {
     let m = mods.param();
     if let Some(byte) = legacy_byte(key) {
@@ -448,6 +449,11 @@ fn encode_xterm(key: NamedKey, mods: Mods, app_cursor: bool, out: &mut Vec<u8>) 
             out.push(byte);
         } else if key == NamedKey::Tab && mods.only_shift() {
             out.extend_from_slice(b"\x1b[Z");
+        } else if mods.only_alt() {
+            // What terminals send by default (xterm's metaSendsEscape, tmux): ESC before
+            // the key. Programs read `ESC CR` as Alt-Enter and `ESC DEL` as Alt-Backspace
+            // (readline's backward-kill-word); few parse the modifyOtherKeys form.
+            out.extend_from_slice(&[0x1b, byte]);
         } else {
             out.extend_from_slice(format!("\x1b[27;{m};{byte}~").as_bytes());
         }
@@ -648,9 +654,9 @@ mod tests {
             ("C-S-Tab", b"\x1b[27;6;9~"),
             ("C-Enter", b"\x1b[27;5;13~"),
             ("S-Enter", b"\x1b[27;2;13~"),
-            ("M-Enter", b"\x1b[27;3;13~"),
+            ("M-Enter", b"\x1b\r"),
             ("C-BSpace", b"\x1b[27;5;127~"),
-            ("M-Escape", b"\x1b[27;3;27~"),
+            ("M-Escape", b"\x1b\x1b"),
             ("meta+x", b"\x1bx"),
             ("S-a", b"A"),
             ("M-S-a", b"\x1bA"),
