@@ -134,6 +134,11 @@ pub struct Row {
     pub input: bool,
 }
 
+/// The mark [`Grid::take_unscanned`] leaves on the newest history row it looked at: the
+/// one bit of alacritty's 16-bit cell flags it does not define (nothing in alacritty reads
+/// or clears unknown bits; a row's cells are reset only when the row is reused).
+const SCANNED: Flags = Flags::from_bits_retain(0x8000);
+
 /// Private hyperlink ids that tag cells written inside an OSC 133 region. The leading C0
 /// control (U+0001) cannot come from a program: vte drops C0 bytes from OSC strings, so no
 /// OSC 8 id or URI ever contains one.
@@ -279,9 +284,8 @@ pub struct Grid {
     fed: u64,
     /// Rows of history kept.
     scrollback: usize,
-    /// Output parsed since the pending-pattern matcher last looked: newlines and bytes
-    /// (to bound how many rows may have scrolled off since).
-    unscanned_newlines: usize,
+    /// Output parsed since the pending-pattern matcher last looked (it looks again at most
+    /// this far behind while output keeps coming).
     unscanned_bytes: usize,
 }
 
@@ -309,7 +313,6 @@ impl Grid {
             input_link: Hyperlink::new(Some(INPUT_ID), INPUT_ID.to_string()),
             fed: 0,
             scrollback,
-            unscanned_newlines: 0,
             unscanned_bytes: 0,
         }
     }
@@ -361,7 +364,6 @@ impl Grid {
         self.parse(bytes);
         self.fed += bytes.len() as u64;
         self.unscanned_bytes += bytes.len();
-        self.unscanned_newlines += bytes.iter().filter(|b| **b == b'\n').count();
     }
 
     /// Release what a synchronized-update block (DEC 2026) holds back: a read wants it all.
@@ -369,18 +371,35 @@ impl Grid {
         self.parser.stop_sync(&mut self.term);
     }
 
-    /// How many history rows may have scrolled off since the last call (an upper bound:
-    /// one per newline plus one per `cols` bytes), and start counting afresh.
     /// Bytes parsed since the pending-pattern matcher last looked.
     pub fn unscanned_bytes(&self) -> usize {
         self.unscanned_bytes
     }
 
+    /// How many history rows scrolled off since the last call — exactly: rows `-n..0` are
+    /// new — and start counting afresh. The newest history row is marked at each call (a
+    /// flag bit alacritty does not use, on its first cell: the mark moves with the row as
+    /// it scrolls and goes when the row is evicted or cleared), and the count is the rows
+    /// above the mark. Where the mark is gone (the row was evicted, a resize reflowed it,
+    /// history was cleared), all history counts as new. Scrolls by any means count: line
+    /// feeds, wraps, `CSI S`, index.
     pub fn take_unscanned(&mut self) -> usize {
-        let back = self.unscanned_newlines + self.unscanned_bytes / self.term.columns().max(1) + 1;
-        self.unscanned_newlines = 0;
         self.unscanned_bytes = 0;
-        back.min(self.history())
+        let history = self.history();
+        let grid = self.term.grid_mut();
+        let marked = |grid: &alacritty_terminal::grid::Grid<Cell>, n: usize| {
+            grid[Line(-(n as i32) - 1)][Column(0)]
+                .flags
+                .contains(SCANNED)
+        };
+        let n = (0..history).find(|&n| marked(grid, n)).unwrap_or(history);
+        if n < history {
+            grid[Line(-(n as i32) - 1)][Column(0)].flags.remove(SCANNED);
+        }
+        if history > 0 {
+            grid[Line(-1)][Column(0)].flags.insert(SCANNED);
+        }
+        n
     }
 
     /// Parse `bytes`, splitting the feed right after each OSC 133 mark (and OSC 8 / RIS) so
@@ -749,6 +768,29 @@ pub fn output_lines(rows: &[Row]) -> Vec<String> {
     join(rows, false)
 }
 
+/// [`logical`], taking the rows: a row that is a whole line by itself (most are) becomes
+/// that line without a copy.
+pub fn logical_owned(rows: Vec<Row>) -> Vec<String> {
+    let mut out = Vec::with_capacity(rows.len());
+    let mut current = String::new();
+    let mut open = false;
+    for r in rows {
+        if !open && !r.wrapped {
+            out.push(r.text);
+            continue;
+        }
+        current.push_str(&r.text);
+        open = r.wrapped;
+        if !r.wrapped {
+            out.push(std::mem::take(&mut current));
+        }
+    }
+    if open {
+        out.push(current);
+    }
+    out
+}
+
 /// Logical lines; those holding an input cell on any of their rows only with `keep_input`.
 fn join(rows: &[Row], keep_input: bool) -> Vec<String> {
     let mut out = Vec::new();
@@ -796,6 +838,25 @@ mod tests {
     }
 
     #[test]
+    fn the_rows_scrolled_off_since_the_last_look_are_counted_exactly() {
+        let mut g = Grid::materialise(10, 3, 100, b"1\r\n2\r\n3\r\n4\r\n5");
+        // materialise looked once already: nothing new.
+        assert_eq!(g.take_unscanned(), 0);
+        g.feed(b"\r\n6\r\n7");
+        assert_eq!(g.take_unscanned(), 2);
+        // A scroll by escape sequence (SU) and a wrap count too; a cursor move does not.
+        g.feed(b"\x1b[2S\x1b[H");
+        assert_eq!(g.take_unscanned(), 2);
+        g.feed(b"\x1b[3;1H0123456789abcdefghij");
+        assert_eq!(g.take_unscanned(), 1);
+        assert_eq!(g.take_unscanned(), 0);
+        // The mark is invisible to readers.
+        let mut cells = Vec::new();
+        g.styled_cells(-1, 0, &mut cells);
+        assert!(cells.is_empty());
+    }
+
+    #[test]
     fn wide_characters_read_once() {
         let g = Grid::materialise(20, 2, 10, "日本 x".as_bytes());
         assert_eq!(g.row(0).text, "日本 x");
@@ -826,6 +887,30 @@ mod tests {
         assert_eq!(cells.len(), 1);
         assert!(cells[0].style.bold);
         assert_eq!(cells[0].style.fg, CellColor::Palette { index: 1 });
+    }
+
+    #[test]
+    fn owned_logical_lines_equal_borrowed_ones() {
+        let row = |t: &str, wrapped: bool| Row {
+            text: t.into(),
+            wrapped,
+            input: false,
+        };
+        for rows in [
+            vec![row("abc", true), row("def", false), row("g", false)],
+            vec![row("", false), row("x", true), row("", true)],
+            vec![
+                row("a", true),
+                row("", true),
+                row("b", false),
+                row("", false),
+            ],
+            vec![row("", true)],
+            vec![row("a", false), row("", true), row("", true)],
+        ] {
+            let want = logical(&rows);
+            assert_eq!(logical_owned(rows), want);
+        }
     }
 
     #[test]

@@ -33,7 +33,7 @@
 //! terminal never answers too.
 
 use crate::answers::{self, GridQuery, Prepared};
-use crate::grid::{logical, output_lines, Grid, RawRing, Row};
+use crate::grid::{logical, logical_owned, output_lines, Grid, RawRing, Row};
 use crate::screen::{LightScreen, ScreenEvent, ScreenFlags};
 use maxx_protocol::limits::RAW_RING_BYTES;
 use maxx_protocol::request::TextWait;
@@ -669,11 +669,10 @@ impl ScreenModel {
         drop(guard);
         // Match without holding the watches' lock (the session actor sets them).
         let watches = lock(&self.watches).clone();
-        let lines = logical(&rows);
-        let output = if watches.iter().any(|(_, w)| w.output_only()) {
-            output_lines(&rows)
+        let (lines, output) = if watches.iter().any(|(_, w)| w.output_only()) {
+            (logical(&rows), output_lines(&rows))
         } else {
-            Vec::new()
+            (logical_owned(rows), Vec::new())
         };
         let matched: Vec<u64> = watches
             .iter()
