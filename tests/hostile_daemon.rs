@@ -299,6 +299,23 @@ fn dead(pid: i32) -> bool {
     }
 }
 
+/// When `pid` started (clock ticks since boot, `/proc/PID/stat` field 22), if it runs.
+fn start_time(pid: i32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command's closing parenthesis: state is field 3, starttime 22.
+    stat[stat.rfind(')')? + 2..]
+        .split(' ')
+        .nth(22 - 3)
+        .and_then(|t| t.parse().ok())
+}
+
+/// Whether the process that had `pid` and started at `start` is gone: no such pid, a
+/// zombie, or the pid now belongs to a newer process (the rest of the suite spawns many;
+/// a pid can be reused within seconds).
+fn gone(pid: i32, start: Option<u64>) -> bool {
+    dead(pid) || start_time(pid) != start
+}
+
 fn read_pid(path: &Path) -> i32 {
     wait_for("the grandchild's pid file", Duration::from_secs(10), || {
         std::fs::read_to_string(path)
@@ -388,14 +405,20 @@ fn a_clean_daemon_stop_ends_every_sessions_process_group() {
         b["pid"].as_i64().unwrap() as i32,
         read_pid(&d.path("b.pid")),
     ];
+    let starts = pids.map(start_time);
     let status = d.stop_with(libc::SIGTERM);
     assert!(status.success(), "{status:?}");
     // The daemon waited for them: they are gone as soon as it has exited (the grandchildren
     // were re-parented away from it, so allow for their reaping).
     wait_for(
         &format!("every session's program to end: {pids:?}"),
-        Duration::from_secs(2),
-        || pids.iter().all(|p| dead(*p)).then_some(()),
+        Duration::from_secs(5),
+        || {
+            pids.iter()
+                .zip(starts)
+                .all(|(p, s)| gone(*p, s))
+                .then_some(())
+        },
     );
 }
 
