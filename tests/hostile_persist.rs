@@ -282,21 +282,6 @@ fn an_unreadable_registry_refuses_every_mutation_and_keeps_reads_working() {
     }
 }
 
-/// A request on a fresh connection with a 10 s read timeout: a persistence actor blocked on
-/// a FIFO fails the test instead of hanging it.
-fn bounded(d: &Daemon, method: &str, params: Value) -> Value {
-    use std::io::{BufRead, BufReader, Write};
-    let mut s = std::os::unix::net::UnixStream::connect(d.socket()).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let req = json!({"token": d.token(), "method": method, "params": params});
-    s.write_all(format!("{req}\n").as_bytes()).unwrap();
-    let mut line = String::new();
-    BufReader::new(s)
-        .read_line(&mut line)
-        .unwrap_or_else(|e| panic!("{method}: no answer within 10 s ({e})"));
-    serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad response {line:?}: {e}"))
-}
-
 #[derive(Debug, Clone, Copy)]
 enum Plant {
     Symlink,
@@ -335,8 +320,7 @@ fn registry_files_planted_as_symlinks_or_fifos_are_never_written_through() {
         std::fs::write(&victim, PRECIOUS).unwrap();
         plant_at(kind, &journal, &victim);
         let set = |d: &Daemon, key: &str| {
-            bounded(
-                d,
+            d.call(
                 "sessions.set-metadata",
                 json!({"session_id": id, "key": key, "value": 1}),
             )
@@ -363,7 +347,7 @@ fn registry_files_planted_as_symlinks_or_fifos_are_never_written_through() {
                 "{kind:?}: the remedy names the file: {r}"
             );
         }
-        let r = bounded(&d, "sessions.create", json!({"command": "sleep 60"}));
+        let r = d.call("sessions.create", json!({"command": "sleep 60"}));
         assert_eq!(r["error"]["code"], "persistence_failed", "{kind:?}: {r}");
         assert_eq!(std::fs::read(&victim).unwrap(), PRECIOUS, "{kind:?}");
         let meta = std::fs::symlink_metadata(&journal).unwrap();
@@ -375,7 +359,7 @@ fn registry_files_planted_as_symlinks_or_fifos_are_never_written_through() {
             }
         }
         // Reads keep working.
-        let list = bounded(&d, "sessions.list", json!({}));
+        let list = d.call("sessions.list", json!({}));
         assert_eq!(list["ok"], true, "{list}");
         assert_eq!(d.stat("journal_behind"), 1);
 
@@ -405,9 +389,9 @@ fn registry_files_planted_as_symlinks_or_fifos_are_never_written_through() {
         // mutation is refused (`registry_unreadable`), the target untouched.
         plant_at(kind, &journal, &victim);
         d.restart();
-        let r = bounded(&d, "sessions.create", json!({"command": "sleep 60"}));
+        let r = d.call("sessions.create", json!({"command": "sleep 60"}));
         assert_eq!(r["error"]["code"], "registry_unreadable", "{kind:?}: {r}");
-        assert_eq!(bounded(&d, "sessions.list", json!({}))["ok"], true);
+        assert_eq!(d.call("sessions.list", json!({}))["ok"], true);
         d.stop_with(libc::SIGTERM);
         assert_eq!(std::fs::read(&victim).unwrap(), PRECIOUS, "{kind:?}");
     }

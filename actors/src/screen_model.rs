@@ -35,7 +35,7 @@
 use crate::answers::{self, GridQuery, Prepared};
 use crate::grid::{logical, logical_owned, output_lines, Grid, RawRing, Row};
 use crate::screen::{LightScreen, ScreenEvent, ScreenFlags};
-use maxx_protocol::limits::RAW_RING_BYTES;
+use maxx_protocol::limits::{MIN_COLS, RAW_RING_BYTES};
 use maxx_protocol::request::TextWait;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -66,8 +66,6 @@ const ANSWERS_MAX: usize = 4096;
 /// Longest escape sequence held back from an attached terminal until it is known not to be
 /// a query (queries are far shorter).
 const HOLD_MAX: u64 = 4096;
-/// The smallest grid: alacritty cannot place a double-width character in one column.
-pub const MIN_COLS: u16 = 2;
 
 /// What a pending wait or run looks for on the screen.
 #[derive(Clone)]
