@@ -238,20 +238,6 @@ fn symlinked_log_and_lock_files_are_refused_and_never_written_through() {
     }
 }
 
-/// A request on a fresh connection with a read timeout (a blocked daemon fails the test
-/// instead of hanging it).
-fn call_bounded(d: &Daemon, method: &str, params: Value) -> Value {
-    let mut s = UnixStream::connect(d.socket()).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let req = json!({"token": d.token(), "method": method, "params": params});
-    s.write_all(format!("{req}\n").as_bytes()).unwrap();
-    let mut line = String::new();
-    BufReader::new(s)
-        .read_line(&mut line)
-        .unwrap_or_else(|e| panic!("{method}: no answer within 10 s ({e})"));
-    serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad response {line:?}: {e}"))
-}
-
 /// Item 10: a FIFO as the profiles file blocked every worker that opened it. Now each
 /// create that names a profile is refused with `unsafe_file`, and others are served.
 #[test]
@@ -285,9 +271,9 @@ fn a_fifo_profiles_file_is_refused_without_blocking_creates() {
         assert_eq!(r["error"]["code"], "unsafe_file", "{r}");
         assert!(r["error"]["remedy"].is_string(), "{r}");
     }
-    let r = call_bounded(&d, "profiles.list", json!({}));
+    let r = d.call("profiles.list", json!({}));
     assert_eq!(r["error"]["code"], "unsafe_file", "{r}");
-    let r = call_bounded(&d, "sessions.create", json!({"command": "sleep 30"}));
+    let r = d.call("sessions.create", json!({"command": "sleep 30"}));
     assert_eq!(r["ok"], true, "{r}");
 }
 
@@ -410,16 +396,25 @@ fn a_clean_daemon_stop_ends_every_sessions_process_group() {
     assert!(status.success(), "{status:?}");
     // The daemon waited for them: they are gone as soon as it has exited (the grandchildren
     // were re-parented away from it, so allow for their reaping).
-    wait_for(
-        &format!("every session's program to end: {pids:?}"),
-        Duration::from_secs(5),
-        || {
-            pids.iter()
-                .zip(starts)
-                .all(|(p, s)| gone(*p, s))
-                .then_some(())
-        },
-    );
+    let alive = || {
+        pids.iter()
+            .zip(starts)
+            .filter(|(p, s)| !gone(**p, *s))
+            .map(|(p, _)| {
+                let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+                format!("{p}: {stat}")
+            })
+            .collect::<Vec<_>>()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !alive().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "every session's program should have ended with the daemon: {:?}",
+            alive()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// Resident memory of a process, in KiB.

@@ -94,6 +94,10 @@ pub struct Pty {
     /// own process (say the interactive shell it started) is the child's child.
     wrapped: bool,
     reaped: bool,
+    /// The child's process group, registered from spawn until it has been ended, so a
+    /// stopping daemon waits for (and at worst SIGKILLs) every group it started — even one
+    /// whose `Pty` was never dropped.
+    group: Option<Reaper>,
 }
 
 impl Pty {
@@ -127,6 +131,7 @@ impl Pty {
             .ok_or_else(|| io::Error::other("PTY master has no fd"))?;
         set_iutf8(raw)?;
         let pid = spawn_on_tty(&spec, &tty)?;
+        let group = Reaper::new(Pid::from_raw(pid as i32));
         let wrapped = spec.command.is_some();
         // The reader only sees EOF once every slave fd is closed, ours included.
         drop(pair.slave);
@@ -169,6 +174,7 @@ impl Pty {
             pid,
             wrapped,
             reaped: false,
+            group: Some(group),
         })
     }
 
@@ -287,7 +293,7 @@ impl Drop for Pty {
         self.pump.abort();
         // The session is going away (close, cancel, restart, daemon stop or a failed
         // actor): nobody is left to read this group's output.
-        end_group(self.pid, self.reaped);
+        end_group(self.pid, self.reaped, self.group.take());
     }
 }
 
@@ -299,7 +305,7 @@ impl Drop for Pty {
 /// it is signalled. What escapes: a process that left the group (`setsid`, `setpgid`, a
 /// job-control shell's jobs) — the kernel offers no handle on "everything this session
 /// started" short of a cgroup.
-fn end_group(pid: u32, exited: bool) {
+fn end_group(pid: u32, exited: bool, group: Option<Reaper>) {
     let pid = Pid::from_raw(pid as i32);
     for sig in [Signal::SIGHUP, Signal::SIGTERM, Signal::SIGCONT] {
         let _ = killpg(pid, sig);
@@ -318,9 +324,9 @@ fn end_group(pid: u32, exited: bool) {
         kill_and_reap();
         return;
     };
-    let guard = Reaper::new(pid);
     handle.spawn(async move {
-        let _guard = guard;
+        // Unregistered once the group is ended and its leader reaped.
+        let _group = group;
         // A leader that already exited has nothing left to wait for: what it left in its
         // group is killed at once (nothing tells when such stragglers are done).
         if !exited {
