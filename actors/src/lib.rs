@@ -38,6 +38,7 @@ pub mod answers;
 pub mod audit_log;
 pub mod bus;
 pub mod connection;
+pub mod context;
 pub mod control_dir;
 pub mod daemon;
 pub mod grid;

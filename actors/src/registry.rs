@@ -67,7 +67,7 @@ pub enum RegistryMsg {
     List(ListParams, RpcReplyPort<Vec<SessionView>>),
     /// Check a parent edge (exists, not self, no cycle) and reserve it.
     ValidateParent {
-        /// The child.
+        /// The child (`not_found` if there is none).
         child: String,
         /// The proposed parent; `None` detaches (always valid).
         parent: Option<String>,
@@ -542,7 +542,9 @@ impl Actor for RegistryActor {
                 parent,
                 reply,
             } => {
+                // One message checks both ends: the child first, as a caller expects.
                 let result = match &parent {
+                    _ if !state.sessions.contains_key(&child) => Err(ErrorBody::no_session(&child)),
                     None => Ok(()),
                     Some(p) if *p == child => {
                         Err(ErrorBody::invalid("a session cannot be its own parent"))

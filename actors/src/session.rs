@@ -9,6 +9,8 @@
 //! its pidfd (`exited`, with code or signal), `closed` once a caller closes the surface.
 //! Nothing here looks at output to decide anything.
 
+mod request;
+
 use crate::audit_log::AuditLog;
 use crate::bus::BusMsg;
 use crate::control_dir::constant_time_eq;
@@ -21,7 +23,6 @@ use crate::screen_model::{recent_rows, GridGuard, ScreenModel, Watch};
 use crate::stats::Stats;
 use maxx_protocol::audit::{AuditEntry, AuditKind};
 use maxx_protocol::error::{ErrorBody, ErrorCode};
-use maxx_protocol::keys::KeyToken;
 use maxx_protocol::limits::{DEFAULT_SCROLLBACK_LINES, RUN_OUTPUT_MAX_BYTES};
 use maxx_protocol::request::{
     ActionKind, ActionParams, CreateParams, Declaration, InterruptSignal, ReadKind, ReadParams,
@@ -36,6 +37,7 @@ use maxx_protocol::stream::{SourceKind, StreamEvent, STREAM_SCHEMA};
 use maxx_protocol::time::now_rfc3339;
 use nix::sys::signal::Signal;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+pub use request::{Reply, SessionReply};
 use serde_json::{Map, Value};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -165,19 +167,16 @@ pub enum SessionMsg {
     Pump(PumpEvent),
     /// The current record.
     View(RpcReplyPort<Result<SessionView, ErrorBody>>),
-    /// `sessions.update`: status and/or metadata merge.
-    Update {
-        /// New status.
-        status: Option<String>,
-        /// Keys to merge.
-        metadata: Option<Map<String, Value>>,
-        /// Source recorded on the metadata audit entries.
-        source: String,
+    /// A request to this session, one of the methods served by its actor
+    /// ([`maxx_protocol::request::Serve::Session`]); `request.rs` has their handlers.
+    Request {
+        /// The decoded call.
+        call: maxx_protocol::request::Call,
+        /// The caller's policy source, recorded on what the call changes.
+        caller: String,
         /// Answer.
-        reply: RpcReplyPort<Result<SessionView, ErrorBody>>,
+        reply: Reply,
     },
-    /// `sessions.action` / `sessions.cancel`.
-    Action(ActionParams, RpcReplyPort<Result<SessionView, ErrorBody>>),
     /// `sessions.wait`.
     Wait {
         /// Condition.
@@ -194,22 +193,6 @@ pub enum SessionMsg {
     /// [`RETIRE_IDLE`] passed since the message with this number: retire if nothing came
     /// since and the session still needs no actor.
     RetireIfIdle(u64),
-    /// A declaration verb.
-    Declare {
-        /// What is declared.
-        declaration: Declaration,
-        /// Who declares it.
-        source: String,
-        /// Answer.
-        reply: RpcReplyPort<Result<SessionView, ErrorBody>>,
-    },
-    /// `sessions.events --since N`.
-    Events {
-        /// Entries after this seq.
-        since: u64,
-        /// Answer.
-        reply: RpcReplyPort<Vec<AuditEntry>>,
-    },
     /// `sessions.watch`: subscribe; the reply is the snapshot, then lines flow on `lines`.
     Watch {
         /// Where lines go; bounded, a watcher that falls behind is dropped.
@@ -219,14 +202,6 @@ pub enum SessionMsg {
     },
     /// A watcher ended (timeout or disconnect).
     Unwatch(u64),
-    /// `sessions.set-group`: join `group`, or leave with `None`.
-    SetGroup(Option<String>, RpcReplyPort<Result<SessionView, ErrorBody>>),
-    /// `sessions.set-parent` (already validated by the registry).
-    SetParent(Option<String>, RpcReplyPort<Result<SessionView, ErrorBody>>),
-    /// `sessions.archive`.
-    Archive(Option<String>, RpcReplyPort<Result<SessionView, ErrorBody>>),
-    /// `sessions.snapshot` / `dump` / `inspect`.
-    Read(ReadParams, RpcReplyPort<Result<ReadAnswer, ErrorBody>>),
     /// `sessions.run`: type a sentinel-wrapped command, answer when its end marker shows.
     Run {
         /// The command.
@@ -242,17 +217,6 @@ pub enum SessionMsg {
     RunExpired(u64),
     /// A grid worker saw these text waits' or runs' patterns on the screen.
     ScreenMatched(Vec<u64>),
-    /// `sessions.send-keys`.
-    SendKeys(Vec<KeyToken>, RpcReplyPort<Result<SessionView, ErrorBody>>),
-    /// `sessions.paste`.
-    Paste(String, RpcReplyPort<Result<SessionView, ErrorBody>>),
-    /// `sessions.resize`.
-    Resize(Size, RpcReplyPort<Result<ResizeResult, ErrorBody>>),
-    /// `sessions.set-restart-policy`.
-    SetRestartPolicy(
-        Option<maxx_protocol::session::RestartPolicy>,
-        RpcReplyPort<Result<SessionView, ErrorBody>>,
-    ),
     /// A backoff elapsed; restart if the policy still wants it (generation matches).
     AutoRestart(u64),
     /// `sessions.attach`: output goes to `output` from now on; the reply carries the
@@ -270,8 +234,6 @@ pub enum SessionMsg {
     /// Test-only fault injection: panic inside this actor (debug builds only).
     #[cfg(debug_assertions)]
     DebugPanic,
-    /// `sessions.restart`, with a replacement command or `None` for the recorded one.
-    Restart(Option<String>, RpcReplyPort<Result<SessionView, ErrorBody>>),
     /// Another session took focus.
     Unfocused,
     /// `sessions.register-current`: check the per-surface proof.
@@ -658,51 +620,13 @@ impl SessionActor {
             }
             #[cfg(debug_assertions)]
             SessionMsg::DebugPanic => panic!("fault injected by debug.panic"),
-            SessionMsg::SetRestartPolicy(policy, reply) => {
-                let result = if policy.is_some() && state.view.command.is_none() {
-                    Err(ErrorBody::invalid(
-                        "a restart policy needs a session with a command",
-                    ))
-                } else {
-                    state.view.restart_policy = policy;
-                    if state.view.restart_policy.is_none()
-                        && state.view.lifecycle == Lifecycle::Backoff
-                    {
-                        // Turning the policy off cancels a pending restart.
-                        state.restart_generation += 1;
-                        state.view.lifecycle = Lifecycle::Exited;
-                        state.view.next_restart_at = None;
-                        state.lifecycle_changed();
-                    } else {
-                        state.touch();
-                        state.publish();
-                    }
-                    Ok(state.view.clone())
-                };
-                state.ack(reply, result);
-            }
             // `View` answers a create: it goes through the journal like any acknowledgement.
             SessionMsg::View(reply) => state.ack(reply, Ok(state.view.clone())),
-            SessionMsg::Update {
-                status,
-                metadata,
-                source,
+            SessionMsg::Request {
+                call,
+                caller,
                 reply,
-            } => {
-                let result = state.update(status, metadata, source);
-                state.ack(reply, result);
-            }
-            SessionMsg::Declare {
-                declaration,
-                source,
-                reply,
-            } => {
-                let result = state.apply(declaration, source);
-                state.ack(reply, result);
-            }
-            SessionMsg::Events { since, reply } => {
-                let _ = reply.send(state.audit.since(since));
-            }
+            } => state.request(&myself, call, caller, reply),
             SessionMsg::Watch { lines, reply } => {
                 state.next_id += 1;
                 let id = state.next_id;
@@ -714,44 +638,6 @@ impl SessionActor {
                         Stats::add(&state.spawn.stats.watchers, 1);
                     }
                 }
-            }
-            SessionMsg::SetGroup(group, reply) => {
-                if state.view.group != group {
-                    if let Some(old) = state.view.group.take() {
-                        state.mechanical_in("group.left", None, Some(old));
-                    }
-                    state.view.group = group.clone();
-                    if let Some(new) = group {
-                        state.mechanical_in("group.joined", None, Some(new));
-                    }
-                    state.touch();
-                    state.publish();
-                }
-                state.ack(reply, Ok(state.view.clone()));
-            }
-            SessionMsg::SetParent(parent, reply) => {
-                // Re-setting the same parent is a no-op: no event, no updated_at bump.
-                if state.view.parent_id != parent {
-                    state.view.parent_id = parent.clone();
-                    match parent {
-                        Some(p) => state
-                            .mechanical("parent.set", Some(serde_json::json!({ "parent_id": p }))),
-                        None => state.mechanical("parent.cleared", None),
-                    }
-                    state.touch();
-                    state.publish();
-                }
-                state.ack(reply, Ok(state.view.clone()));
-            }
-            SessionMsg::Read(params, reply) => {
-                // A bug in the terminal emulator's readback must not take the session (and
-                // its program) down with the actor: the read fails, the session goes on.
-                let read =
-                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| state.read(&params)));
-                let _ = reply.send(read.map_err(|_| {
-                    tracing::error!(session = %state.view.session_id, "a screen read panicked");
-                    ErrorBody::internal("reading the screen failed (a bug; the session runs on)")
-                }));
             }
             SessionMsg::Run {
                 command,
@@ -773,31 +659,6 @@ impl SessionActor {
                 }
             }
             SessionMsg::ScreenMatched(ids) => state.screen_matched(ids),
-            SessionMsg::SendKeys(keys, reply) => {
-                let flags = state.model.flags();
-                let mode = maxx_protocol::keys::KeyMode {
-                    app_cursor: flags.app_cursor,
-                    kitty_flags: flags.kitty_flags,
-                };
-                let bytes = maxx_protocol::keys::encode(&keys, mode);
-                state.write_input(bytes, "send keys to", reply);
-            }
-            SessionMsg::Paste(text, reply) => {
-                let bytes = paste_bytes(&text, state.model.flags().bracketed_paste);
-                state.write_input(bytes, "paste into", reply);
-            }
-            SessionMsg::Resize(size, reply) => {
-                let result = state.resize(size);
-                state.ack(reply, result);
-            }
-            SessionMsg::Archive(reason, reply) => {
-                state.archive(reason);
-                state.ack(reply, Ok(state.view.clone()));
-            }
-            SessionMsg::Restart(command, reply) => {
-                let result = state.restart(&myself, command, None);
-                state.ack(reply, result);
-            }
             SessionMsg::Unwatch(id) => {
                 let before = state.watchers.len();
                 state.watchers.retain(|w| w.id != id);
@@ -806,7 +667,6 @@ impl SessionActor {
                     state.watchers.len() as i64 - before as i64,
                 );
             }
-            SessionMsg::Action(params, reply) => state.action(params, reply),
             SessionMsg::Wait {
                 condition,
                 timeout,
@@ -1700,11 +1560,7 @@ impl SessionState {
         }
     }
 
-    fn action(
-        &mut self,
-        params: ActionParams,
-        reply: RpcReplyPort<Result<SessionView, ErrorBody>>,
-    ) {
+    fn action(&mut self, params: ActionParams, reply: Reply) {
         let result = match params.action {
             ActionKind::Focus => {
                 if self.view.lifecycle.has_surface() {
@@ -1743,7 +1599,7 @@ impl SessionState {
                 // Answer once the bytes are in the kernel's tty queue, without holding
                 // up this actor while a child that does not read its input catches up.
                 tokio::spawn(async move {
-                    let _ = reply.send(input_result(written.await, view));
+                    let _ = reply.send(input_result(written.await, view).map(SessionReply::View));
                 });
                 return;
             }
@@ -1770,7 +1626,7 @@ impl SessionState {
                 Ok(self.view.clone())
             }
         };
-        self.ack(reply, result);
+        self.ack(reply, result.map(SessionReply::View));
     }
 }
 
@@ -2010,12 +1866,7 @@ impl SessionState {
     }
 
     /// Write input bytes; answer once they are in the tty queue.
-    fn write_input(
-        &self,
-        bytes: Vec<u8>,
-        what: &str,
-        reply: RpcReplyPort<Result<SessionView, ErrorBody>>,
-    ) {
+    fn write_input(&self, bytes: Vec<u8>, what: &str, reply: Reply) {
         let pty = match self.require_running(what) {
             Ok(pty) => pty,
             Err(e) => {
@@ -2026,7 +1877,7 @@ impl SessionState {
         let written = pty.write(bytes);
         let view = self.view.clone();
         tokio::spawn(async move {
-            let _ = reply.send(input_result(written.await, view));
+            let _ = reply.send(input_result(written.await, view).map(SessionReply::View));
         });
     }
 

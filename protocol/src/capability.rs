@@ -36,7 +36,7 @@ pub enum Capability {
     InputSend,
     /// `keys:press`: send key presses, interrupts included (`sessions.send-keys`). Text
     /// typed through `send-keys` needs `input:send` too, and an interrupt whose signal ends
-    /// the program needs `tabs:close` too (see [`Call::capabilities`]).
+    /// the program needs `tabs:close` too (see `Call::capabilities`).
     KeysPress,
     /// `state:set`: declare state, events, workflow state, summaries and results.
     StateSet,
@@ -310,163 +310,10 @@ mod tests {
     }
 }
 
-/// The capability table: what each method needs. `docs/protocol.md` prints it. Entries
-/// with conditions are refined by [`Call::capabilities`]:
-/// - `sessions.create` with `group` or `parent` also needs `groups:create`; with a restart
-///   policy also `tabs:restart`. Create-time metadata rides on `tabs:spawn`.
-/// - `sessions.update` that sets `status` needs `state:set` (the stronger gate when both are
-///   present); a metadata-only update needs `metadata:set`.
-/// - `sessions.action` depends on the action: focus → `tabs:focus`, input/submit →
-///   `input:send`, cancel/close → `tabs:close`, interrupt → `keys:press`; an interrupt
-///   whose `signal` ends the program (SIGTERM, SIGKILL, SIGHUP, SIGQUIT) also `tabs:close`.
-/// - `sessions.send-keys` with literal text (a word that is not a key name, `literal`, or
-///   an unmodified character) also needs `input:send`: it types input.
-/// - `sessions.restart` with a `command` other than the recorded one also needs
-///   `tabs:spawn` (checked by the daemon, which knows the recorded command).
-/// - `sessions.attach` shows the screen: `surface:attach` and `output:read`.
-/// - `sessions.wait` with `until`/`regex` reads the screen: `output:read`.
-pub const METHOD_CAPABILITIES: &[(&str, &[Capability])] = {
-    use Capability::*;
-    &[
-        ("sessions.create", &[TabsSpawn]),
-        ("sessions.get", &[TabsList]),
-        ("sessions.list", &[TabsList]),
-        ("sessions.update", &[MetadataSet]),
-        ("sessions.action", &[TabsFocus]),
-        ("sessions.cancel", &[TabsClose]),
-        ("sessions.wait", &[TabsList]),
-        ("sessions.watch", &[TabsList]),
-        ("sessions.events", &[TabsList]),
-        ("sessions.register-current", &[TabsList]),
-        ("sessions.declare-state", &[StateSet]),
-        ("sessions.emit-event", &[StateSet]),
-        ("sessions.set-metadata", &[MetadataSet]),
-        ("sessions.remove-metadata", &[MetadataSet]),
-        ("sessions.clear-metadata", &[MetadataSet]),
-        ("sessions.set-state", &[StateSet]),
-        ("sessions.set-summary", &[StateSet]),
-        ("sessions.set-result", &[StateSet]),
-        ("sessions.clear-result", &[StateSet]),
-        ("sessions.set-result-schema", &[StateSet]),
-        ("sessions.clear-result-schema", &[StateSet]),
-        ("sessions.set-agent-type", &[StateSet]),
-        ("sessions.set-group", &[GroupsCreate]),
-        ("sessions.set-parent", &[GroupsCreate]),
-        ("stream.watch", &[TabsList]),
-        ("stream.wait", &[TabsList]),
-        ("event.emit", &[StateSet]),
-        ("sessions.archive", &[TabsClose]),
-        ("sessions.restart", &[TabsRestart]),
-        ("profiles.list", &[ProfilesList]),
-        ("sessions.snapshot", &[OutputRead]),
-        ("sessions.dump", &[OutputRead]),
-        ("sessions.inspect", &[OutputRead]),
-        ("sessions.run", &[OutputRead, InputSend]),
-        ("sessions.send-keys", &[KeysPress]),
-        ("sessions.paste", &[InputSend]),
-        ("sessions.resize", &[InputSend]),
-        ("sessions.set-restart-policy", &[TabsRestart]),
-        ("sessions.attach", &[SurfaceAttach, OutputRead]),
-        ("daemon.status", &[TabsList]),
-        ("daemon.stats", &[TabsList]),
-        ("policy.check", &[]),
-        ("policy.sources", &[]),
-    ]
-};
-
-use crate::keys::KeyToken;
-use crate::request::{ActionKind, Call, WaitCondition};
-
-impl Call {
-    /// Every capability this request needs, per [`METHOD_CAPABILITIES`] and its conditions.
-    pub fn capabilities(&self) -> Vec<Capability> {
-        use Capability::*;
-        match self {
-            Call::Create(p) => {
-                let mut caps = vec![TabsSpawn];
-                if p.group.is_some() || p.parent.is_some() {
-                    caps.push(GroupsCreate);
-                }
-                if p.restart_policy.is_some() {
-                    caps.push(TabsRestart);
-                }
-                caps
-            }
-            Call::Update(p) if p.status.is_some() => vec![StateSet],
-            // A signal that ends the program (anything but SIGINT) is a close, not a key.
-            Call::Action(p) => match p.action {
-                ActionKind::Focus => vec![TabsFocus],
-                ActionKind::Input | ActionKind::Submit => vec![InputSend],
-                ActionKind::Cancel | ActionKind::Close => vec![TabsClose],
-                ActionKind::Interrupt => match p.signal {
-                    Some(s) if s.ends_the_program() => vec![KeysPress, TabsClose],
-                    _ => vec![KeysPress],
-                },
-            },
-            // Literal text (and an unmodified character) types input: `input:send` too.
-            Call::SendKeys { keys, .. } if keys.iter().any(KeyToken::is_text) => {
-                vec![KeysPress, InputSend]
-            }
-            // Viewing a session shows its screen: `output:read` too.
-            Call::Attach { .. } => vec![SurfaceAttach, OutputRead],
-            Call::Wait(p) if matches!(p.condition, WaitCondition::Text(_)) => vec![OutputRead],
-            #[cfg(debug_assertions)]
-            Call::DebugPanic(_) => vec![TabsClose],
-            other => METHOD_CAPABILITIES
-                .iter()
-                .find(|(m, _)| *m == other.method())
-                .map(|(_, caps)| caps.to_vec())
-                .unwrap_or_default(),
-        }
-    }
-
-    /// The resource a request acts on, for policy prompts and logs.
-    pub fn target(&self) -> Option<String> {
-        match self {
-            Call::Get(r) | Call::Cancel(r) => Some(r.session_id.clone()),
-            Call::Update(p) => Some(p.session_id.clone()),
-            Call::Action(p) => Some(p.session_id.clone()),
-            Call::Wait(p) => Some(p.session_id.clone()),
-            Call::Watch(p) => Some(p.session_id.clone()),
-            Call::Events(p) => Some(p.session_id.clone()),
-            Call::Declare(p) => Some(p.session_id.clone()),
-            Call::Read(p) => Some(p.session_id.clone()),
-            Call::Run(p) => Some(p.session_id.clone()),
-            Call::SetGroup { session_id, .. }
-            | Call::SetParent { session_id, .. }
-            | Call::Archive { session_id, .. }
-            | Call::Restart { session_id, .. }
-            | Call::SendKeys { session_id, .. }
-            | Call::Paste { session_id, .. }
-            | Call::Resize { session_id, .. }
-            | Call::SetRestartPolicy { session_id, .. } => Some(session_id.clone()),
-            Call::Attach { session_id, .. } => session_id.clone(),
-            Call::StreamWatch(p) => p.filter.group.clone().or(p.filter.session_id.clone()),
-            Call::StreamWait(p) => p.filter.group.clone().or(p.filter.session_id.clone()),
-            Call::Create(p) => p.group.clone(),
-            _ => None,
-        }
-    }
-}
-
-#[cfg(test)]
-mod table_tests {
-    use super::*;
-
-    #[test]
-    fn every_method_has_a_table_entry() {
-        for m in crate::request::all_methods() {
-            assert!(
-                METHOD_CAPABILITIES.iter().any(|(t, _)| *t == m),
-                "{m} has no capability entry"
-            );
-        }
-    }
-}
-
 #[cfg(test)]
 mod gate_tests {
     use super::*;
+    use crate::request::Call;
     use serde_json::json;
 
     fn caps(method: &str, params: serde_json::Value) -> Vec<Capability> {

@@ -1,0 +1,38 @@
+//! `DaemonContext`: what every connection needs to route a request. The root supervisor
+//! builds it once the daemon's actors are up; the listener hands it to each connection.
+
+use crate::bus::BusMsg;
+use crate::persistence::PersistMsg;
+use crate::registry::RegistryMsg;
+use crate::session::SpawnContext;
+use ractor::{ActorCell, ActorRef};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// What every connection needs to route a request.
+pub struct DaemonContext {
+    /// The capability token every request must carry.
+    pub token: String,
+    /// The session table.
+    pub registry: ActorRef<RegistryMsg>,
+    /// The event bus.
+    pub bus: ActorRef<BusMsg>,
+    /// How many events the bus retains (sizes stream queues).
+    pub bus_capacity: usize,
+    /// The durable registry.
+    pub persist: ActorRef<PersistMsg>,
+    /// The agent profiles file, if any.
+    pub profiles_path: Option<PathBuf>,
+    /// The capability policy every request passes before any side effect.
+    pub policy: ActorRef<crate::policy::PolicyMsg>,
+    /// Parent of new session actors.
+    pub session_supervisor: ActorCell,
+    /// Facts for building a child's environment.
+    pub spawn: Arc<SpawnContext>,
+    /// Default working directory for sessions created without `cwd`.
+    pub default_cwd: PathBuf,
+    /// Slots for long-lived requests (see `Call::is_long_lived`).
+    pub long_lived: Arc<tokio::sync::Semaphore>,
+    /// Their number.
+    pub max_long_lived: usize,
+}

@@ -1,0 +1,119 @@
+//! The daemon family: `daemon.status`, `daemon.stats`, `profiles.list`, `policy.check`,
+//! `policy.sources` (and `debug.panic` in debug builds). None needs a session's actor.
+
+use super::*;
+
+/// `debug.panic`: in debug builds only; a release build answers `unknown_method`.
+pub const DEBUG_PANIC: &str = "debug.panic";
+
+/// A call to the daemon itself.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DaemonCall {
+    /// `daemon.status`: version, pid, control dir, counts by lifecycle, bus cursor.
+    Status,
+    /// `daemon.stats`: counts of live daemon objects, for diagnostics and leak tests.
+    Stats,
+    /// `profiles.list`: profile names and env key names (never values).
+    ProfilesList,
+    /// `policy.check`: the decision for (the request's caller, capability, target), with no
+    /// side effect.
+    PolicyCheck {
+        /// The capability to evaluate.
+        capability: Capability,
+        /// The target, if any.
+        target: Option<String>,
+    },
+    /// `policy.sources`: the active sources and the fate of the policy file.
+    PolicySources,
+    /// `debug.panic` (debug builds only): make a session's actor panic, to test recovery.
+    #[cfg(debug_assertions)]
+    DebugPanic(SessionRef),
+}
+
+const fn daemon(name: &'static str, capabilities: &'static [Capability]) -> MethodSpec {
+    MethodSpec {
+        name,
+        capabilities,
+        changes_records: false,
+        serve: Serve::Daemon,
+    }
+}
+
+impl Family for DaemonCall {
+    const METHODS: &'static [MethodSpec] = &[
+        daemon("profiles.list", &[Capability::ProfilesList]),
+        daemon("daemon.status", &[Capability::TabsList]),
+        daemon("daemon.stats", &[Capability::TabsList]),
+        daemon("policy.check", &[]),
+        daemon("policy.sources", &[]),
+        daemon(DEBUG_PANIC, &[Capability::TabsClose]),
+    ];
+
+    fn owns(method: &str) -> bool {
+        (cfg!(debug_assertions) || method != DEBUG_PANIC)
+            && Self::METHODS.iter().any(|s| s.name == method)
+    }
+
+    fn decode(method: &str, params: Value) -> Result<Self, ErrorBody> {
+        let call = match method {
+            "daemon.stats" => {
+                let _: Empty = decode(params)?;
+                DaemonCall::Stats
+            }
+            "profiles.list" => {
+                let _: Empty = decode(params)?;
+                DaemonCall::ProfilesList
+            }
+            "policy.check" => {
+                #[derive(Deserialize)]
+                #[serde(deny_unknown_fields)]
+                struct Raw {
+                    capability: String,
+                    target: Option<String>,
+                }
+                let raw: Raw = decode(params)?;
+                if let Some(t) = &raw.target {
+                    check_chars("target", t, 256)?;
+                }
+                DaemonCall::PolicyCheck {
+                    capability: Capability::parse(&raw.capability)?,
+                    target: raw.target,
+                }
+            }
+            "policy.sources" => {
+                let _: Empty = decode(params)?;
+                DaemonCall::PolicySources
+            }
+            // Fault injection exists only in debug builds: a release build answers
+            // `unknown_method`.
+            #[cfg(debug_assertions)]
+            "debug.panic" => DaemonCall::DebugPanic(SessionRef::decode(params)?),
+            "daemon.status" => {
+                let _: Empty = decode(params)?;
+                DaemonCall::Status
+            }
+            other => return Err(unknown_method(other)),
+        };
+        Ok(call)
+    }
+
+    fn method(&self) -> &'static str {
+        match self {
+            DaemonCall::Status => "daemon.status",
+            DaemonCall::Stats => "daemon.stats",
+            DaemonCall::ProfilesList => "profiles.list",
+            DaemonCall::PolicyCheck { .. } => "policy.check",
+            DaemonCall::PolicySources => "policy.sources",
+            #[cfg(debug_assertions)]
+            DaemonCall::DebugPanic(_) => DEBUG_PANIC,
+        }
+    }
+
+    fn target(&self) -> Option<String> {
+        match self {
+            #[cfg(debug_assertions)]
+            DaemonCall::DebugPanic(r) => Some(r.session_id.clone()),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,362 @@
+//! The screen family: what a session's terminal shows and what is typed into it:
+//! `sessions.snapshot`, `dump`, `inspect`, `run`, `send-keys`, `paste`, `resize`, `attach`.
+
+use super::*;
+use crate::keys::KeyToken;
+use crate::screen::Size;
+
+/// A call on a session's terminal.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ScreenCall {
+    /// `sessions.snapshot`, `sessions.dump`, `sessions.inspect`.
+    Read(ReadParams),
+    /// `sessions.run`
+    Run(RunParams),
+    /// `sessions.send-keys`: encoded bytes are computed by the session (mode-dependent).
+    SendKeys {
+        /// Canonical session id.
+        session_id: String,
+        /// Parsed keys.
+        keys: Vec<KeyToken>,
+    },
+    /// `sessions.paste`
+    Paste {
+        /// Canonical session id.
+        session_id: String,
+        /// Text, pasted as one block.
+        text: String,
+    },
+    /// `sessions.resize`
+    Resize {
+        /// Canonical session id.
+        session_id: String,
+        /// Requested size.
+        size: Size,
+    },
+    /// `sessions.attach` (streaming, binary after the first line): a person's terminal
+    /// joined to the session's PTY.
+    Attach {
+        /// The session, or `None` for the focused one.
+        session_id: Option<String>,
+        /// The attaching terminal's size, applied to the PTY.
+        size: Option<Size>,
+    },
+}
+
+const fn terminal(
+    name: &'static str,
+    capabilities: &'static [Capability],
+    serve: Serve,
+) -> MethodSpec {
+    MethodSpec {
+        name,
+        capabilities,
+        changes_records: false,
+        serve,
+    }
+}
+
+const READ: Serve = Serve::Session { input: false };
+const INPUT: Serve = Serve::Session { input: true };
+
+impl Family for ScreenCall {
+    const METHODS: &'static [MethodSpec] = {
+        use Capability::*;
+        &[
+            terminal("sessions.snapshot", &[OutputRead], READ),
+            terminal("sessions.dump", &[OutputRead], READ),
+            terminal("sessions.inspect", &[OutputRead], READ),
+            terminal("sessions.run", &[OutputRead, InputSend], Serve::Held),
+            terminal("sessions.send-keys", &[KeysPress], INPUT),
+            terminal("sessions.paste", &[InputSend], INPUT),
+            // A resize is recorded (the record carries the size).
+            MethodSpec {
+                name: "sessions.resize",
+                capabilities: &[InputSend],
+                changes_records: true,
+                serve: READ,
+            },
+            // Attaching shows the screen: `output:read` too.
+            terminal("sessions.attach", &[SurfaceAttach, OutputRead], Serve::Held),
+        ]
+    };
+
+    fn decode(method: &str, params: Value) -> Result<Self, ErrorBody> {
+        let call = match method {
+            "sessions.snapshot" | "sessions.dump" | "sessions.inspect" => {
+                #[derive(Deserialize)]
+                #[serde(deny_unknown_fields)]
+                struct Raw {
+                    session_id: String,
+                    scrollback: Option<Value>,
+                    #[serde(default)]
+                    cells: bool,
+                    #[serde(default)]
+                    unwrap: bool,
+                    tail: Option<usize>,
+                }
+                let raw: Raw = decode(params)?;
+                let kind = match method {
+                    "sessions.snapshot" => ReadKind::Snapshot,
+                    "sessions.dump" => ReadKind::Dump,
+                    _ => ReadKind::Inspect,
+                };
+                let scrollback = match raw.scrollback {
+                    None | Some(Value::Null) | Some(Value::Bool(false)) => ScrollbackWindow::None,
+                    Some(Value::Bool(true)) => ScrollbackWindow::All,
+                    Some(Value::Number(n)) => match n.as_u64() {
+                        Some(0) => ScrollbackWindow::All,
+                        Some(n) => {
+                            ScrollbackWindow::Last(n.min(MAX_SCROLLBACK_LINES as u64) as usize)
+                        }
+                        None => return Err(ErrorBody::invalid("scrollback must be a count >= 0")),
+                    },
+                    Some(_) => {
+                        return Err(ErrorBody::invalid(
+                            "scrollback must be a count >= 0 or a boolean",
+                        ))
+                    }
+                };
+                if raw.cells && raw.unwrap {
+                    return Err(ErrorBody::invalid("unwrap cannot combine with cells"));
+                }
+                if kind != ReadKind::Snapshot && (raw.cells || raw.unwrap || raw.tail.is_some()) {
+                    return Err(ErrorBody::invalid(format!(
+                        "{method} does not take cells, unwrap or tail"
+                    )));
+                }
+                ScreenCall::Read(ReadParams {
+                    session_id: parse_session_id("session_id", &raw.session_id)?,
+                    kind,
+                    scrollback,
+                    cells: raw.cells,
+                    unwrap: raw.unwrap,
+                    tail: raw.tail.map(|t| t.min(MAX_SCROLLBACK_LINES)),
+                })
+            }
+            "sessions.run" => {
+                #[derive(Deserialize)]
+                #[serde(deny_unknown_fields)]
+                struct Raw {
+                    session_id: String,
+                    command: String,
+                    timeout: Option<Value>,
+                }
+                let raw: Raw = decode(params)?;
+                validate_command(&raw.command)?;
+                if raw.command.contains('\n') || raw.command.contains('\r') {
+                    return Err(ErrorBody::invalid("run takes a one-line command"));
+                }
+                ScreenCall::Run(RunParams {
+                    session_id: parse_session_id("session_id", &raw.session_id)?,
+                    command: raw.command,
+                    timeout: match decode_timeout(raw.timeout.as_ref())? {
+                        None => Some(RUN_DEFAULT_TIMEOUT),
+                        Some(t) if t.is_zero() => None,
+                        Some(t) => Some(t),
+                    },
+                })
+            }
+            "sessions.send-keys" => {
+                #[derive(Deserialize)]
+                #[serde(deny_unknown_fields)]
+                struct Raw {
+                    session_id: String,
+                    keys: Vec<String>,
+                    #[serde(default)]
+                    literal: bool,
+                }
+                let raw: Raw = decode(params)?;
+                let total: usize = raw.keys.iter().map(String::len).sum();
+                if total > INPUT_MAX_BYTES || raw.keys.len() > 4096 {
+                    return Err(ErrorBody::invalid("too many keys"));
+                }
+                ScreenCall::SendKeys {
+                    session_id: parse_session_id("session_id", &raw.session_id)?,
+                    keys: crate::keys::parse_keys(&raw.keys, raw.literal)?,
+                }
+            }
+            "sessions.paste" => {
+                #[derive(Deserialize)]
+                #[serde(deny_unknown_fields)]
+                struct Raw {
+                    session_id: String,
+                    text: String,
+                }
+                let raw: Raw = decode(params)?;
+                if raw.text.len() > INPUT_MAX_BYTES {
+                    return Err(ErrorBody::invalid(format!(
+                        "text is {} bytes; the limit is {INPUT_MAX_BYTES}",
+                        raw.text.len()
+                    )));
+                }
+                ScreenCall::Paste {
+                    session_id: parse_session_id("session_id", &raw.session_id)?,
+                    text: raw.text,
+                }
+            }
+            "sessions.attach" => {
+                #[derive(Deserialize)]
+                #[serde(deny_unknown_fields)]
+                struct Raw {
+                    session_id: Option<String>,
+                    cols: Option<u16>,
+                    rows: Option<u16>,
+                }
+                let raw: Raw = decode(params)?;
+                let size = match (raw.cols, raw.rows) {
+                    (Some(cols), Some(rows))
+                        if (1..=MAX_DIMENSION).contains(&cols)
+                            && (1..=MAX_DIMENSION).contains(&rows) =>
+                    {
+                        // A terminal narrower than the grid supports is drawn at the minimum.
+                        Some(Size {
+                            cols: cols.max(MIN_COLS),
+                            rows,
+                        })
+                    }
+                    (None, None) => None,
+                    _ => {
+                        return Err(ErrorBody::invalid(format!(
+                            "cols and rows go together, 1..={MAX_DIMENSION}"
+                        )))
+                    }
+                };
+                ScreenCall::Attach {
+                    session_id: match raw.session_id {
+                        Some(id) => Some(parse_session_id("session_id", &id)?),
+                        None => None,
+                    },
+                    size,
+                }
+            }
+            "sessions.resize" => {
+                #[derive(Deserialize)]
+                #[serde(deny_unknown_fields)]
+                struct Raw {
+                    session_id: String,
+                    cols: u16,
+                    rows: u16,
+                }
+                let raw: Raw = decode(params)?;
+                check_size(raw.cols, raw.rows)?;
+                ScreenCall::Resize {
+                    session_id: parse_session_id("session_id", &raw.session_id)?,
+                    size: Size {
+                        cols: raw.cols,
+                        rows: raw.rows,
+                    },
+                }
+            }
+            other => return Err(unknown_method(other)),
+        };
+        Ok(call)
+    }
+
+    fn method(&self) -> &'static str {
+        match self {
+            ScreenCall::Read(p) => match p.kind {
+                ReadKind::Snapshot => "sessions.snapshot",
+                ReadKind::Dump => "sessions.dump",
+                ReadKind::Inspect => "sessions.inspect",
+            },
+            ScreenCall::Run(_) => "sessions.run",
+            ScreenCall::SendKeys { .. } => "sessions.send-keys",
+            ScreenCall::Paste { .. } => "sessions.paste",
+            ScreenCall::Resize { .. } => "sessions.resize",
+            ScreenCall::Attach { .. } => "sessions.attach",
+        }
+    }
+
+    fn target(&self) -> Option<String> {
+        self.session_id().map(str::to_string)
+    }
+
+    fn session_id(&self) -> Option<&str> {
+        match self {
+            ScreenCall::Read(p) => Some(&p.session_id),
+            ScreenCall::Run(p) => Some(&p.session_id),
+            ScreenCall::SendKeys { session_id, .. }
+            | ScreenCall::Paste { session_id, .. }
+            | ScreenCall::Resize { session_id, .. } => Some(session_id),
+            ScreenCall::Attach { session_id, .. } => session_id.as_deref(),
+        }
+    }
+
+    /// `sessions.send-keys` with literal text (a word that is not a key name, `literal`, or
+    /// an unmodified character) also needs `input:send`: it types input.
+    fn capabilities(&self) -> Vec<Capability> {
+        let mut caps = self.spec().capabilities.to_vec();
+        if let ScreenCall::SendKeys { keys, .. } = self {
+            if keys.iter().any(KeyToken::is_text) {
+                caps.push(Capability::InputSend);
+            }
+        }
+        caps
+    }
+}
+
+/// Which screen read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadKind {
+    /// ScreenState.
+    Snapshot,
+    /// Plain text.
+    Dump,
+    /// Grid, modes, kernel facts.
+    Inspect,
+}
+
+/// How much history a snapshot includes (`scrollback` on the wire).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScrollbackWindow {
+    /// Absent: the viewport only.
+    None,
+    /// `0` (or `true`): every retained row.
+    All,
+    /// `N`: the most recent N rows.
+    Last(usize),
+}
+
+/// `sessions.snapshot` / `sessions.dump` / `sessions.inspect` params.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadParams {
+    /// Canonical session id.
+    pub session_id: String,
+    /// Which read.
+    pub kind: ReadKind,
+    /// History to include.
+    pub scrollback: ScrollbackWindow,
+    /// Styled cells (snapshot).
+    pub cells: bool,
+    /// Join soft-wrapped rows (snapshot; not with cells).
+    pub unwrap: bool,
+    /// At least the viewport, and up to N rows counting back from the bottom.
+    pub tail: Option<usize>,
+}
+
+/// `sessions.run` params.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunParams {
+    /// Canonical session id.
+    pub session_id: String,
+    /// A POSIX shell command, run in a subshell at the session's prompt.
+    pub command: String,
+    /// The whole budget (default 600 s, at most 1 h); `None` = no limit (`timeout: 0`, as
+    /// the phux seed's `--timeout 0`).
+    pub timeout: Option<Duration>,
+}
+
+/// A session's size: `MIN_COLS..=MAX_DIMENSION` columns, `1..=MAX_DIMENSION` rows.
+pub(crate) fn check_size(cols: u16, rows: u16) -> Result<(), ErrorBody> {
+    if !(MIN_COLS..=MAX_DIMENSION).contains(&cols) || !(1..=MAX_DIMENSION).contains(&rows) {
+        return Err(ErrorBody::invalid(format!(
+            "cols must be {MIN_COLS}..={MAX_DIMENSION} and rows 1..={MAX_DIMENSION}"
+        ))
+        .with_remedy(format!(
+            "pass a size the terminal can hold, e.g. --cols 80 --rows 24 (a double-width \
+             character needs {MIN_COLS} columns)"
+        )));
+    }
+    Ok(())
+}
