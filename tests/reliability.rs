@@ -270,7 +270,7 @@ fn mixed_load(
                 d.ok("sessions.cancel", json!({"session_id": s["session_id"]}));
             }
         }
-        // Their actors retire once idle (session.rs, RETIRE_IDLE): only records remain.
+        // Their actors retire once idle (session/mod.rs, RETIRE_IDLE): only records remain.
         wait_for("the closed records' actors to retire", T, || {
             (d.stat("sessions") == 0).then_some(())
         });

@@ -9,7 +9,7 @@
 //! ├── PolicyActor                     policy.rs            (source, capability, target) -> decision
 //! ├── BusActor                        bus.rs               process-wide cursor, ring, subscribers
 //! ├── SessionSupervisor               session_supervisor.rs  recovers a failed session's record
-//! │   └── SessionActor (one/session)  session.rs           PTY + child (pty.rs), record, audit
+//! │   └── SessionActor (one/session)  session/             PTY + child (pty.rs), record, audit
 //! │                                                        log, waits, watchers, runs; its
 //! │                                                        screen model (screen_model.rs:
 //! │                                                        light pass screen.rs + backlog, fed

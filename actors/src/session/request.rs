@@ -5,8 +5,14 @@
 //!
 //! [`Serve::Session`]: maxx_protocol::request::Serve::Session
 
-use super::*;
-use maxx_protocol::request::{Call, RecordsCall, ScreenCall, WaitCall};
+use super::terminal::paste_bytes;
+use super::{ReadAnswer, SessionMsg, SessionState};
+use maxx_protocol::audit::AuditEntry;
+use maxx_protocol::error::ErrorBody;
+use maxx_protocol::request::{ActionKind, ActionParams, Call, RecordsCall, ScreenCall, WaitCall};
+use maxx_protocol::screen::ResizeResult;
+use maxx_protocol::session::{Lifecycle, SessionView};
+use ractor::{ActorRef, RpcReplyPort};
 
 /// What a session's actor answers a request with (the connection makes it JSON). Nearly
 /// every answer is a `View`, so it is the one variant not boxed.

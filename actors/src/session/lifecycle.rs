@@ -1,0 +1,539 @@
+//! A session's lifecycle: starting its actor, spawning and releasing its surface,
+//! the child's exit, retiring to a dormant record, archive, restart and the restart
+//! policy.
+
+use super::{
+    new_id, random_secret, screen_model, Dormant, SessionArgs, SessionMsg, SessionStart,
+    SessionState, WatchLine,
+};
+use crate::audit_log::AuditLog;
+use crate::persistence::{PersistMsg, Record};
+use crate::pty::{ExitInfo, Pty, SpawnSpec};
+use crate::registry::RegistryMsg;
+use crate::stats::Stats;
+use maxx_protocol::audit::AuditKind;
+use maxx_protocol::error::{ErrorBody, ErrorCode};
+use maxx_protocol::limits::DEFAULT_SCROLLBACK_LINES;
+use maxx_protocol::request::Declaration;
+use maxx_protocol::session::{Lifecycle, SessionView};
+use maxx_protocol::time::now_rfc3339;
+use ractor::{ActorProcessingErr, ActorRef};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// What a restart policy decides about an exit.
+enum PolicyDecision {
+    /// No policy fires.
+    None,
+    /// Restart after this backoff.
+    Restart(Duration),
+    /// The budget (restarts, window seconds) is spent.
+    GaveUp(u32, u64),
+}
+
+impl SessionState {
+    /// Build the state of a starting actor (the body of `pre_start`): a new
+    /// session spawns its surface; a restored, recovered or woken one starts detached.
+    pub(super) fn start(
+        myself: ActorRef<SessionMsg>,
+        args: SessionArgs,
+    ) -> Result<SessionState, ActorProcessingErr> {
+        let SessionArgs {
+            session_id,
+            start,
+            registry,
+            spawn,
+            bus,
+            persist,
+        } = args;
+        let (params, cwd, caller) = match start {
+            SessionStart::New {
+                params,
+                cwd,
+                caller,
+            } => (*params, cwd, caller),
+            detached => {
+                let (view, dormant, retire_on_start) = match detached {
+                    SessionStart::Restored(record) | SessionStart::Recovered(record) => {
+                        let Record { session, audit } = *record;
+                        (
+                            session,
+                            Dormant {
+                                view: Default::default(),
+                                audit: AuditLog::from_entries(&audit),
+                                env: Vec::new(),
+                                scrollback_lines: DEFAULT_SCROLLBACK_LINES,
+                                restart_times: Default::default(),
+                            },
+                            true,
+                        )
+                    }
+                    SessionStart::Woken(dormant) => (
+                        serde_json::from_str(dormant.view.get())
+                            .map_err(|e| format!("a dormant record does not decode: {e}"))?,
+                        *dormant,
+                        false,
+                    ),
+                    SessionStart::New { .. } => unreachable!("matched above"),
+                };
+                let Dormant {
+                    view: _,
+                    audit,
+                    env,
+                    scrollback_lines,
+                    restart_times,
+                } = dormant;
+                Stats::add(&spawn.stats.sessions, 1);
+                let state = SessionState {
+                    pty: None,
+                    view,
+                    model: screen_model(&myself),
+                    scrollback_lines,
+                    runs: Vec::new(),
+                    watch_ids: Vec::new(),
+                    attachers: Vec::new(),
+                    restart_times,
+                    restart_generation: 0,
+                    policy_suppressed: false,
+                    last_exit: None,
+                    registration_token: String::new(),
+                    audit,
+                    waiters: Vec::new(),
+                    watchers: Vec::new(),
+                    next_id: 0,
+                    env,
+                    journaled: false,
+                    retire_on_start,
+                    handled: 0,
+                    registry: registry.clone(),
+                    bus,
+                    persist,
+                    spawn,
+                };
+                registry.cast(RegistryMsg::Register {
+                    view: Box::new(state.view.clone()),
+                    actor: myself,
+                    focus: false,
+                })?;
+                return Ok(state);
+            }
+        };
+        let now = now_rfc3339();
+        let view = SessionView {
+            session_id,
+            surface_id: String::new(),
+            title: params.title,
+            command: params.command,
+            cwd: cwd.display().to_string(),
+            status: params.status,
+            lifecycle: Lifecycle::Running,
+            metadata: params.metadata,
+            created_at: now.clone(),
+            updated_at: now,
+            pid: None,
+            exit_code: None,
+            exit_signal: None,
+            location: params.location,
+            split_target: params.split_target,
+            split_direction: params.split_direction,
+            focused: params.focus,
+            restart_count: 0,
+            terminal_title: None,
+            cols: params.cols,
+            rows: params.rows,
+            restored: false,
+            last_seen_at: None,
+            archive_reason: None,
+            group: params.group,
+            parent_id: params.parent,
+            workflow_state: None,
+            workflow_state_at: None,
+            workflow_state_source: None,
+            summary: None,
+            summary_at: None,
+            summary_source: None,
+            result: None,
+            result_at: None,
+            result_source: None,
+            result_schema: params.result_schema,
+            agent_type: None,
+            agent_type_at: None,
+            agent_type_source: None,
+            restart_policy: params.restart_policy,
+            next_restart_at: None,
+            restart_gave_up: false,
+        };
+        let mut state = SessionState {
+            pty: None,
+            view,
+            model: screen_model(&myself),
+            scrollback_lines: params.scrollback_lines.unwrap_or(DEFAULT_SCROLLBACK_LINES),
+            runs: Vec::new(),
+            watch_ids: Vec::new(),
+            attachers: Vec::new(),
+            restart_times: Default::default(),
+            restart_generation: 0,
+            policy_suppressed: false,
+            last_exit: None,
+            registration_token: String::new(),
+            audit: AuditLog::default(),
+            waiters: Vec::new(),
+            watchers: Vec::new(),
+            next_id: 0,
+            env: params.env,
+            journaled: true,
+            retire_on_start: false,
+            handled: 0,
+            registry: registry.clone(),
+            bus,
+            persist,
+            spawn,
+        };
+        state.spawn_surface(&myself)?;
+        Stats::add(&state.spawn.stats.sessions, 1);
+        // A create emits `created` and, for a grouped launch, `group.joined`; create-time
+        // metadata arrives in the record, not as events.
+        state.mechanical("created", None);
+        if let Some(group) = state.view.group.clone() {
+            state.mechanical_in("group.joined", None, Some(group));
+        }
+        let _ = state
+            .persist
+            .cast(PersistMsg::Upsert(Box::new(state.view.clone())));
+        // A create-time agent type is a declaration like a later set-agent-type.
+        if let Some(agent_type) = params.agent_type {
+            state.apply(Declaration::AgentType { agent_type }, caller)?;
+        }
+        registry.cast(RegistryMsg::Register {
+            view: Box::new(state.view.clone()),
+            actor: myself,
+            focus: params.focus,
+        })?;
+        Ok(state)
+    }
+
+    /// Open a fresh PTY and start the recorded command in it, with a new surface id and
+    /// registration secret.
+    pub(super) fn spawn_surface(
+        &mut self,
+        myself: &ActorRef<SessionMsg>,
+    ) -> Result<(), ActorProcessingErr> {
+        let surface_id = new_id();
+        let registration_token = random_secret()?;
+        let spawn = &self.spawn;
+        let mut env = self.env.clone();
+        env.push(("TERM".into(), "xterm-256color".into()));
+        // Maxx's own variables come last so a caller cannot override them.
+        env.push((
+            "MAXX_CONTROL_DIR".into(),
+            spawn.control_dir.display().to_string(),
+        ));
+        env.push(("MAXX_SESSION_ID".into(), self.view.session_id.clone()));
+        env.push(("MAXX_SURFACE_ID".into(), surface_id.clone()));
+        env.push(("MAXX_REGISTRATION_TOKEN".into(), registration_token.clone()));
+        if let Some(bin) = &spawn.bin_dir {
+            let base = self
+                .env
+                .iter()
+                .rev()
+                .find(|(k, _)| k == "PATH")
+                .map(|(_, v)| v.clone())
+                .or_else(|| std::env::var("PATH").ok())
+                .unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+            env.push(("PATH".into(), format!("{}:{base}", bin.display())));
+        }
+        let me = myself.clone();
+        // A fresh terminal: output, modes and grid of an earlier surface are gone.
+        let generation = self
+            .model
+            .reset(self.view.cols, self.view.rows, self.scrollback_lines);
+        let pty = Pty::spawn(
+            SpawnSpec {
+                command: self.view.command.clone(),
+                cwd: PathBuf::from(&self.view.cwd),
+                env,
+                cols: self.view.cols,
+                rows: self.view.rows,
+            },
+            self.model.clone(),
+            generation,
+            move |event| me.cast(SessionMsg::Pump(event)).is_ok(),
+        )?;
+        self.view.surface_id = surface_id;
+        self.view.pid = Some(pty.pid());
+        self.registration_token = registration_token;
+        self.pty = Some(pty);
+        Ok(())
+    }
+
+    /// The surface is gone for good (closed or archived): drop what only a surface needs —
+    /// the raw-output ring, the screen model, attachments — and spare audit capacity, so a
+    /// record kept for the daemon's life costs its record and audit log, not a terminal.
+    /// Screen reads of such a session answer `already_ended`; a restart starts afresh.
+    pub(super) fn release_surface(&mut self) {
+        self.pty = None;
+        self.model
+            .reset(self.view.cols, self.view.rows, self.scrollback_lines);
+        self.attachers = Vec::new();
+        self.audit.shrink_to_fit();
+        crate::memory::churn(&self.spawn.stats, crate::memory::SURFACE_CHURN);
+    }
+
+    /// Nothing here needs an actor: no surface, and nobody waiting, watching or running.
+    pub(super) fn retirable(&self) -> bool {
+        self.view.lifecycle.is_terminal()
+            && self.pty.is_none()
+            && self.waiters.is_empty()
+            && self.watchers.is_empty()
+            && self.runs.is_empty()
+            && self.attachers.is_empty()
+    }
+
+    /// Hand the record to the registry as [`Dormant`] and stop. A request already routed
+    /// here and not yet handled is dropped with the mailbox; its sender sees the actor
+    /// gone and resolves the session again, which wakes a new actor.
+    pub(super) fn retire(&mut self, myself: &ActorRef<SessionMsg>) {
+        let Ok(view) = serde_json::value::to_raw_value(&self.view) else {
+            return;
+        };
+        let dormant = Box::new(Dormant {
+            view,
+            audit: std::mem::take(&mut self.audit),
+            env: std::mem::take(&mut self.env),
+            scrollback_lines: self.scrollback_lines,
+            restart_times: std::mem::take(&mut self.restart_times),
+        });
+        match self.registry.cast(RegistryMsg::Retire {
+            actor: myself.clone(),
+            session_id: self.view.session_id.clone(),
+            dormant,
+        }) {
+            Ok(()) => myself.stop(None),
+            Err(ractor::MessagingErr::SendErr(RegistryMsg::Retire { dormant, .. })) => {
+                // The registry is gone (daemon stopping): stay as we are.
+                self.audit = dormant.audit;
+                self.env = dormant.env;
+                self.restart_times = dormant.restart_times;
+            }
+            Err(_) => {}
+        }
+    }
+
+    /// `archive`: close the surface, keep the record; a second archive changes nothing.
+    pub(super) fn archive(&mut self, reason: Option<String>) {
+        if self.view.lifecycle == Lifecycle::Archived {
+            return;
+        }
+        self.release_surface();
+        self.view.pid = None;
+        self.restart_generation += 1;
+        self.view.next_restart_at = None;
+        self.view.lifecycle = Lifecycle::Archived;
+        self.view.archive_reason = reason.clone();
+        self.record(
+            AuditKind::Lifecycle,
+            Some("archived".into()),
+            reason,
+            None,
+            "maxx".into(),
+        );
+        self.lifecycle_changed();
+    }
+
+    /// `restart`: a fresh surface and child under the same session id. Per-run declared
+    /// fields (workflow state, summary, result) are cleared; status, metadata, result
+    /// schema, group and parent are kept. A split comes back as a tab.
+    pub(super) fn restart(
+        &mut self,
+        myself: &ActorRef<SessionMsg>,
+        command: Option<String>,
+        automatic: Option<Value>,
+    ) -> Result<SessionView, ErrorBody> {
+        let Some(command) = command.or_else(|| self.view.command.clone()) else {
+            return Err(ErrorBody::new(
+                ErrorCode::Unsupported,
+                "this session has no recorded command to restart",
+            )
+            .with_remedy("pass --command to restart it with one"));
+        };
+        if !std::path::Path::new(&self.view.cwd).is_dir() {
+            return Err(ErrorBody::invalid(format!(
+                "the session's cwd {} no longer exists",
+                self.view.cwd
+            )));
+        }
+        // End the previous run, if any.
+        self.pty = None;
+        let previous = (self.view.command.clone(), self.view.surface_id.clone());
+        self.view.command = Some(command);
+        if let Err(e) = self.spawn_surface(myself) {
+            self.view.command = previous.0;
+            self.view.surface_id = previous.1;
+            self.view.lifecycle = Lifecycle::Closed;
+            self.view.pid = None;
+            self.lifecycle_changed();
+            return Err(ErrorBody::internal(format!("restart failed: {e}")));
+        }
+        let v = &mut self.view;
+        v.lifecycle = Lifecycle::Running;
+        v.restart_count += 1;
+        v.restored = false;
+        v.exit_code = None;
+        v.exit_signal = None;
+        v.archive_reason = None;
+        v.terminal_title = None;
+        if v.location == maxx_protocol::session::Location::Split {
+            v.location = maxx_protocol::session::Location::Tab;
+            v.split_target = None;
+            v.split_direction = None;
+        }
+        v.workflow_state = None;
+        v.workflow_state_at = None;
+        v.workflow_state_source = None;
+        v.summary = None;
+        v.summary_at = None;
+        v.summary_source = None;
+        v.result = None;
+        v.result_at = None;
+        v.result_source = None;
+        v.next_restart_at = None;
+        v.restart_gave_up = false;
+        let restart_count = v.restart_count;
+        // Any pending automatic restart is superseded by this one.
+        self.restart_generation += 1;
+        self.policy_suppressed = false;
+        let mut payload = automatic.unwrap_or_else(|| serde_json::json!({ "automatic": false }));
+        payload["restart_count"] = restart_count.into();
+        self.record(
+            AuditKind::Lifecycle,
+            Some("restarted".into()),
+            None,
+            Some(payload),
+            "maxx".into(),
+        );
+        self.lifecycle_changed();
+        Ok(self.view.clone())
+    }
+
+    /// What the restart policy says about the exit that just happened.
+    fn policy_decision(&mut self) -> PolicyDecision {
+        use maxx_protocol::session::RestartMode;
+        let Some(policy) = self.view.restart_policy.clone() else {
+            return PolicyDecision::None;
+        };
+        if self.policy_suppressed {
+            return PolicyDecision::None;
+        }
+        let failed = self.view.exit_signal.is_some()
+            || self
+                .view
+                .exit_code
+                .is_some_and(|c| !policy.exit_codes.contains(&c));
+        let fire = match policy.mode {
+            RestartMode::Never => false,
+            RestartMode::OnFailure => failed,
+            RestartMode::Always => true,
+        };
+        if !fire {
+            return PolicyDecision::None;
+        }
+        let window = Duration::from_secs(policy.window_secs);
+        let now = std::time::Instant::now();
+        while self
+            .restart_times
+            .front()
+            .is_some_and(|t| now.duration_since(*t) > window)
+        {
+            self.restart_times.pop_front();
+        }
+        let recent = self.restart_times.len() as u32;
+        if recent >= policy.max_restarts {
+            return PolicyDecision::GaveUp(recent, policy.window_secs);
+        }
+        let factor = 1u64.checked_shl(recent).unwrap_or(u64::MAX);
+        let delay_ms = policy
+            .backoff_min_ms
+            .saturating_mul(factor)
+            .min(policy.backoff_max_ms);
+        PolicyDecision::Restart(Duration::from_millis(delay_ms))
+    }
+
+    /// A lifecycle transition happened: publish it, tell watchers, and end their streams
+    /// once the run is over (the lifecycle left `running`).
+    pub(super) fn lifecycle_changed(&mut self) {
+        self.touch();
+        self.publish();
+        if self.view.lifecycle.has_ended() {
+            // Closing their queues ends every attachment.
+            self.attachers.clear();
+            self.attachers_changed();
+            self.end_runs();
+        }
+        self.broadcast(WatchLine::Lifecycle(Box::new(self.view.clone())));
+        if self.view.lifecycle.has_ended() {
+            self.broadcast(WatchLine::End);
+        }
+    }
+
+    /// The kernel reported the child's exit: record it, and let the restart policy decide
+    /// between `exited` and `backoff`.
+    pub(super) fn child_exited(&mut self, myself: &ActorRef<SessionMsg>) {
+        let Some(pty) = self.pty.as_mut() else { return };
+        let Some(exit) = pty.reap() else { return };
+        let payload = match exit {
+            ExitInfo::Code(code) => {
+                self.view.exit_code = Some(code);
+                serde_json::json!({ "exit_code": code })
+            }
+            ExitInfo::Signal(sig) => {
+                let p = serde_json::json!({ "exit_signal": sig });
+                self.view.exit_signal = Some(sig);
+                p
+            }
+        };
+        self.last_exit = Some(payload.clone());
+        self.view.pid = None;
+        if self.view.lifecycle == Lifecycle::Running {
+            // Decide before anyone sees `exited`: a session its policy will restart
+            // goes straight to `backoff`, and its `exited` event says so, so streams
+            // following the session do not end on it.
+            let decision = self.policy_decision();
+            let mut payload = payload;
+            if matches!(decision, PolicyDecision::Restart(_)) {
+                payload["restart_pending"] = Value::Bool(true);
+            }
+            self.mechanical("exited", Some(payload));
+            match decision {
+                PolicyDecision::Restart(delay) => {
+                    self.view.lifecycle = Lifecycle::Backoff;
+                    self.view.next_restart_at = Some(maxx_protocol::time::rfc3339(
+                        std::time::SystemTime::now() + delay,
+                    ));
+                    self.restart_generation += 1;
+                    let generation = self.restart_generation;
+                    myself.send_after(delay, move || SessionMsg::AutoRestart(generation));
+                }
+                PolicyDecision::GaveUp(restarts, window) => {
+                    self.view.lifecycle = Lifecycle::Exited;
+                    self.view.restart_gave_up = true;
+                    self.record(
+                        AuditKind::Lifecycle,
+                        Some("restart.gave_up".into()),
+                        None,
+                        Some(serde_json::json!({
+                            "restarts": restarts, "window_secs": window
+                        })),
+                        "maxx".into(),
+                    );
+                }
+                PolicyDecision::None => self.view.lifecycle = Lifecycle::Exited,
+            }
+            self.lifecycle_changed();
+        } else {
+            self.mechanical("exited", Some(payload));
+            self.touch();
+            self.publish();
+        }
+    }
+}

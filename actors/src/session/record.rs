@@ -1,0 +1,322 @@
+//! Recording: declarations and updates applied to the record, audit entries, bus
+//! events, publishing the record, and acknowledging through the journal.
+
+use super::{SessionState, WaitAnswer, WatchLine};
+use crate::bus::BusMsg;
+use crate::persistence::PersistMsg;
+use crate::pty::Pty;
+use crate::registry::RegistryMsg;
+use crate::stats::Stats;
+use maxx_protocol::audit::{AuditEntry, AuditKind};
+use maxx_protocol::error::ErrorBody;
+use maxx_protocol::request::Declaration;
+use maxx_protocol::session::SessionView;
+use maxx_protocol::stream::{SourceKind, StreamEvent, STREAM_SCHEMA};
+use maxx_protocol::time::now_rfc3339;
+use ractor::RpcReplyPort;
+use serde_json::{Map, Value};
+
+impl SessionState {
+    /// Answer a mutating request once everything it changed is in the journal, so an
+    /// acknowledged mutation survives a crash of the daemon. If what it changed could not be
+    /// written (disk full), a success becomes `persistence_failed`: never `ok` for a change
+    /// that is only in memory.
+    pub(super) fn ack<T: Send + 'static>(
+        &mut self,
+        reply: RpcReplyPort<Result<T, ErrorBody>>,
+        value: Result<T, ErrorBody>,
+    ) {
+        let journaled = std::mem::take(&mut self.journaled);
+        let send = Box::new(move |durable: Result<(), ErrorBody>| {
+            let value = match (value, durable) {
+                (Ok(_), Err(e)) if journaled => Err(e),
+                (value, _) => value,
+            };
+            let _ = reply.send(value);
+        });
+        if let Err(ractor::MessagingErr::SendErr(PersistMsg::Ack(send))) =
+            self.persist.cast(PersistMsg::Ack(send))
+        {
+            send(Ok(()));
+        }
+    }
+
+    pub(super) fn touch(&mut self) {
+        self.view.updated_at = now_rfc3339();
+    }
+
+    /// Send the record to the registry and settle any waits it satisfies.
+    pub(super) fn publish(&mut self) {
+        if self.pty.is_some() {
+            self.view.last_seen_at = Some(self.view.updated_at.clone());
+        }
+        self.journaled = true;
+        let _ = self
+            .persist
+            .cast(PersistMsg::Upsert(Box::new(self.view.clone())));
+        let _ = self
+            .registry
+            .cast(RegistryMsg::Updated(Box::new(self.view.clone())));
+        if self.waiters.is_empty() {
+            return;
+        }
+        let waiters = std::mem::take(&mut self.waiters);
+        for waiter in waiters {
+            match self.check(&waiter.condition) {
+                Some((outcome, event)) => {
+                    Stats::add(&self.spawn.stats.waiters, -1);
+                    let _ = waiter.reply.send(WaitAnswer {
+                        outcome,
+                        session: self.view.clone(),
+                        event,
+                        input_marks: self.model.flags().input_marks,
+                    });
+                }
+                None => self.waiters.push(waiter),
+            }
+        }
+    }
+
+    /// Append an audit entry and deliver it to watchers.
+    pub(super) fn record(
+        &mut self,
+        kind: AuditKind,
+        name: Option<String>,
+        message: Option<String>,
+        payload: Option<Value>,
+        source: String,
+    ) -> AuditEntry {
+        let entry = AuditEntry {
+            seq: self.last_seq() + 1,
+            kind,
+            name,
+            message,
+            payload,
+            source,
+            created_at: now_rfc3339(),
+            session_id: self.view.session_id.clone(),
+            surface_id: self.view.surface_id.clone(),
+            pid: self.pty.as_ref().and_then(Pty::foreground_pgrp),
+        };
+        if let Some(encoded) = self.audit.push(&entry) {
+            self.journaled = true;
+            let _ = self.persist.cast(PersistMsg::Audit {
+                session_id: entry.session_id.clone(),
+                seq: entry.seq,
+                entry: encoded,
+            });
+        }
+        self.broadcast(WatchLine::Event(Box::new(entry.clone())));
+        let source_kind = if kind == AuditKind::Lifecycle {
+            SourceKind::Maxx
+        } else {
+            SourceKind::Agent
+        };
+        let _ = self.bus.cast(BusMsg::Publish(Box::new(StreamEvent {
+            schema: STREAM_SCHEMA,
+            cursor: 0,
+            seq: Some(entry.seq),
+            source_kind,
+            kind: kind.as_str().to_string(),
+            name: entry.name.clone(),
+            source: entry.source.clone(),
+            message: entry.message.clone(),
+            payload: entry.payload.clone(),
+            created_at: entry.created_at.clone(),
+            resource_kind: "session".into(),
+            session_id: entry.session_id.clone(),
+            surface_id: entry.surface_id.clone(),
+            group: self.view.group.clone(),
+            pid: entry.pid,
+        })));
+        entry
+    }
+
+    /// Put a maxx-owned lifecycle event on the bus (no audit entry).
+    pub(super) fn mechanical(&self, name: &str, payload: Option<Value>) {
+        self.mechanical_in(name, payload, self.view.group.clone());
+    }
+
+    /// [`Self::mechanical`] with an explicit group (the affected one for joins/leaves).
+    pub(super) fn mechanical_in(&self, name: &str, payload: Option<Value>, group: Option<String>) {
+        let _ = self.bus.cast(BusMsg::Publish(Box::new(StreamEvent {
+            schema: STREAM_SCHEMA,
+            cursor: 0,
+            seq: None,
+            source_kind: SourceKind::Maxx,
+            kind: "lifecycle".into(),
+            name: Some(name.to_string()),
+            source: "maxx".into(),
+            message: None,
+            payload,
+            created_at: now_rfc3339(),
+            resource_kind: "session".into(),
+            session_id: self.view.session_id.clone(),
+            surface_id: self.view.surface_id.clone(),
+            group,
+            pid: self.pty.as_ref().and_then(Pty::foreground_pgrp),
+        })));
+    }
+
+    pub(super) fn update(
+        &mut self,
+        status: Option<String>,
+        metadata: Option<Map<String, Value>>,
+        source: String,
+    ) -> Result<SessionView, ErrorBody> {
+        if let Some(merge) = metadata {
+            let mut merged = self.view.metadata.clone();
+            for (k, v) in &merge {
+                merged.insert(k.clone(), v.clone());
+            }
+            // The merge result must obey the same bounds as any map.
+            maxx_protocol::request::validate_metadata_map(&merged)?;
+            self.view.metadata = merged;
+            for (k, v) in merge {
+                self.record(AuditKind::Metadata, Some(k), None, Some(v), source.clone());
+            }
+        }
+        if let Some(status) = status {
+            self.view.status = Some(status);
+        }
+        self.touch();
+        self.publish();
+        Ok(self.view.clone())
+    }
+
+    /// Apply a declaration: validate it against the record, change the record, append the
+    /// audit entry, publish. A rejected declaration changes nothing.
+    pub(super) fn apply(
+        &mut self,
+        declaration: Declaration,
+        source: String,
+    ) -> Result<SessionView, ErrorBody> {
+        let now = now_rfc3339();
+        match declaration {
+            Declaration::State { state, message } => {
+                self.view.status = Some(state.clone());
+                self.record(AuditKind::State, Some(state), message, None, source);
+            }
+            Declaration::Event {
+                event,
+                payload,
+                message,
+            } => {
+                self.record(AuditKind::Event, Some(event), message, payload, source);
+            }
+            Declaration::SetMetadata { key, value } => {
+                let mut merged = self.view.metadata.clone();
+                merged.insert(key.clone(), value.clone());
+                maxx_protocol::request::validate_metadata_map(&merged)?;
+                self.view.metadata = merged;
+                self.record(AuditKind::Metadata, Some(key), None, Some(value), source);
+            }
+            Declaration::RemoveMetadata { keys } => {
+                for key in keys {
+                    if self.view.metadata.shift_remove(&key).is_some() {
+                        self.record(
+                            AuditKind::Metadata,
+                            Some(key),
+                            Some("removed".into()),
+                            None,
+                            source.clone(),
+                        );
+                    }
+                }
+            }
+            Declaration::ClearMetadata => {
+                self.view.metadata.clear();
+                self.record(
+                    AuditKind::Metadata,
+                    Some("*".into()),
+                    Some("cleared".into()),
+                    None,
+                    source,
+                );
+            }
+            Declaration::WorkflowState { state, message } => {
+                self.view.workflow_state = Some(state);
+                self.view.workflow_state_at = Some(now);
+                self.view.workflow_state_source = Some(source.clone());
+                self.record(
+                    AuditKind::WorkflowState,
+                    Some(state.as_str().into()),
+                    message,
+                    None,
+                    source,
+                );
+            }
+            Declaration::Summary { summary } => {
+                self.view.summary = Some(summary.clone());
+                self.view.summary_at = Some(now);
+                self.view.summary_source = Some(source.clone());
+                self.record(AuditKind::Summary, None, Some(summary), None, source);
+            }
+            Declaration::SetResult { result } => {
+                if let Some(schema) = &self.view.result_schema {
+                    let parsed: Value = serde_json::from_str(&result).map_err(|e| {
+                        ErrorBody::invalid(format!(
+                            "the session declares a result schema, and this result is not JSON: {e}"
+                        ))
+                    })?;
+                    maxx_protocol::schema::check(schema, &parsed).map_err(|e| {
+                        ErrorBody::invalid(format!(
+                            "result does not satisfy the declared schema: {e}"
+                        ))
+                    })?;
+                }
+                self.view.result = Some(result.clone());
+                self.view.result_at = Some(now);
+                self.view.result_source = Some(source.clone());
+                self.record(
+                    AuditKind::Result,
+                    Some("result.set".into()),
+                    None,
+                    Some(Value::String(result)),
+                    source,
+                );
+            }
+            Declaration::ClearResult => {
+                self.view.result = None;
+                self.view.result_at = None;
+                self.view.result_source = None;
+                self.record(
+                    AuditKind::Result,
+                    Some("result.cleared".into()),
+                    None,
+                    None,
+                    source,
+                );
+            }
+            Declaration::SetResultSchema { schema } => {
+                self.view.result_schema = Some(schema.clone());
+                self.record(
+                    AuditKind::ResultSchema,
+                    Some("result_schema.set".into()),
+                    None,
+                    Some(schema),
+                    source,
+                );
+            }
+            Declaration::ClearResultSchema => {
+                self.view.result_schema = None;
+                self.record(
+                    AuditKind::ResultSchema,
+                    Some("result_schema.cleared".into()),
+                    None,
+                    None,
+                    source,
+                );
+            }
+            Declaration::AgentType { agent_type } => {
+                self.view.agent_type = Some(agent_type.clone());
+                self.view.agent_type_at = Some(now);
+                self.view.agent_type_source = Some(source.clone());
+                self.record(AuditKind::AgentType, Some(agent_type), None, None, source);
+            }
+        }
+        self.touch();
+        self.publish();
+        Ok(self.view.clone())
+    }
+}
