@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 /// `running` → `exited` (the child's exit status arrived from the kernel) → `closed` (the
 /// surface was closed by `cancel`/`close`). A session closed while its child still ran goes
 /// straight from `running` to `closed`.
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Lifecycle {
@@ -54,6 +55,7 @@ impl Lifecycle {
 }
 
 /// Where a new surface is placed (`location`): `tab` (default), `window` or `split`.
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Location {
@@ -67,6 +69,7 @@ pub enum Location {
 }
 
 /// The edge a split pane is placed on (`split_direction`), default `right`.
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SplitDirection {
@@ -244,6 +247,7 @@ pub enum Outcome {
 }
 
 /// When a restart policy fires (`restart`): never, on a failing exit, or on any exit.
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RestartMode {

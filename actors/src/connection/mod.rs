@@ -1,7 +1,7 @@
 //! `ConnectionActor`: one per socket connection, short-lived. It reads one bounded
 //! request line, authenticates the token, decodes it into a typed [`Call`], asks the
-//! policy, and hands the call on: a unary request to [`route`] (one session's actor or the
-//! daemon's own), a stream or a wait to [`streams`]. It writes the answer and stops.
+//! policy, and hands the call on: a unary request to `route` (one session's actor or the
+//! daemon's own), a stream or a wait to `streams`. It writes the answer and stops.
 //!
 //! This is the JSON edge: nothing behind it sees a JSON string. No input can panic it;
 //! every rejection is a typed error and changes nothing.

@@ -68,15 +68,26 @@ impl Family for CreateCall {
     }
 }
 
-/// The restart-policy fields shared by `sessions.create` and `sessions.set-restart-policy`.
-#[derive(Debug, Default, Deserialize)]
+/// The restart-policy fields shared by `sessions.create` and `sessions.set-restart-policy`
+/// as the wire carries them (`wire::RestartFields`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct RawRestart {
-    pub(crate) restart: Option<RestartMode>,
-    restart_exit_codes: Option<Vec<i32>>,
-    max_restarts: Option<u32>,
-    restart_window: Option<Value>,
-    backoff: Option<String>,
+pub struct RawRestart {
+    /// `never`, `on-failure`, `always`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restart: Option<RestartMode>,
+    /// Exit codes that restart under `on-failure`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restart_exit_codes: Option<Vec<i32>>,
+    /// Restarts allowed within `restart_window`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_restarts: Option<u32>,
+    /// Seconds or a duration string.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restart_window: Option<Value>,
+    /// `MIN..MAX` durations.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backoff: Option<String>,
 }
 
 /// Default `max_restarts`.
@@ -211,35 +222,7 @@ pub struct ExplicitFields {
 
 impl CreateParams {
     pub(crate) fn decode(params: Value) -> Result<Self, ErrorBody> {
-        #[derive(Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct Raw {
-            title: Option<String>,
-            cwd: Option<String>,
-            command: Option<String>,
-            #[serde(default)]
-            env: Vec<String>,
-            metadata: Option<Map<String, Value>>,
-            status: Option<String>,
-            location: Option<Location>,
-            split_target: Option<String>,
-            split_direction: Option<SplitDirection>,
-            focus: Option<bool>,
-            cols: Option<u16>,
-            rows: Option<u16>,
-            agent_type: Option<String>,
-            result_schema: Option<Value>,
-            group: Option<String>,
-            parent: Option<String>,
-            profile: Option<String>,
-            scrollback_lines: Option<usize>,
-            restart: Option<RestartMode>,
-            restart_exit_codes: Option<Vec<i32>>,
-            max_restarts: Option<u32>,
-            restart_window: Option<Value>,
-            backoff: Option<String>,
-        }
-        let raw: Raw = decode(params)?;
+        let raw: wire::Create = decode(params)?;
         let restart_policy = RawRestart {
             restart: raw.restart,
             restart_exit_codes: raw.restart_exit_codes.clone(),
@@ -357,4 +340,65 @@ pub struct RegisterParams {
     pub surface_id: String,
     /// `MAXX_REGISTRATION_TOKEN` of the calling process.
     pub registration_token: String,
+}
+
+/// The params objects of this family's methods as the wire carries them: what a client
+/// builds (and serializes) and what the decoder reads before it validates.
+pub(crate) mod wire {
+    use super::*;
+    use serde::Serialize;
+
+    pub use super::RawRestart as RestartFields;
+
+    /// `sessions.create`.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct Create {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub title: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub cwd: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub command: Option<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        pub env: Vec<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub metadata: Option<Map<String, Value>>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub status: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub location: Option<Location>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub split_target: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub split_direction: Option<SplitDirection>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub focus: Option<bool>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub cols: Option<u16>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub rows: Option<u16>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub agent_type: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub result_schema: Option<Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub group: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub parent: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub profile: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub scrollback_lines: Option<usize>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub restart: Option<RestartMode>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub restart_exit_codes: Option<Vec<i32>>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub max_restarts: Option<u32>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub restart_window: Option<Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub backoff: Option<String>,
+    }
 }

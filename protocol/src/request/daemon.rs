@@ -65,13 +65,7 @@ impl Family for DaemonCall {
                 DaemonCall::ProfilesList
             }
             "policy.check" => {
-                #[derive(Deserialize)]
-                #[serde(deny_unknown_fields)]
-                struct Raw {
-                    capability: String,
-                    target: Option<String>,
-                }
-                let raw: Raw = decode(params)?;
+                let raw: wire::PolicyCheck = decode(params)?;
                 if let Some(t) = &raw.target {
                     check_chars("target", t, 256)?;
                 }
@@ -115,5 +109,21 @@ impl Family for DaemonCall {
             DaemonCall::DebugPanic(r) => Some(r.session_id.clone()),
             _ => None,
         }
+    }
+}
+
+/// The params objects of this family's methods as the wire carries them: what a client
+/// builds (and serializes) and what the decoder reads before it validates.
+pub(crate) mod wire {
+    use super::*;
+    use serde::Serialize;
+
+    /// `policy.check`.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct PolicyCheck {
+        pub capability: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub target: Option<String>,
     }
 }

@@ -174,25 +174,7 @@ impl DeclareParams {
     }
 
     fn decode_verb(method: &str, params: Value) -> Result<Self, ErrorBody> {
-        #[derive(Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct Raw {
-            session_id: String,
-            source: Option<String>,
-            state: Option<String>,
-            message: Option<String>,
-            event: Option<String>,
-            payload: Option<Value>,
-            key: Option<String>,
-            keys: Option<Vec<String>>,
-            value: Option<Value>,
-            value_json: Option<String>,
-            summary: Option<String>,
-            result: Option<String>,
-            result_schema: Option<Value>,
-            agent_type: Option<String>,
-        }
-        let raw: Raw = decode(params)?;
+        let raw: wire::Declare = decode(params)?;
         let session_id = parse_session_id("session_id", &raw.session_id)?;
         if let Some(s) = &raw.source {
             validate_source(s)?;
@@ -337,5 +319,45 @@ impl DeclareParams {
             source: raw.source,
             declaration,
         })
+    }
+}
+
+/// The params objects of this family's methods as the wire carries them: what a client
+/// builds (and serializes) and what the decoder reads before it validates.
+pub(crate) mod wire {
+    use super::*;
+    use serde::Serialize;
+
+    /// Every declaration verb (`sessions.declare-state`, `sessions.set-metadata`, ...): each takes `session_id`, `source` and its own fields.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct Declare {
+        pub session_id: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub source: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub state: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub message: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub event: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub payload: Option<Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub key: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub keys: Option<Vec<String>>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub value: Option<Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub value_json: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub summary: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub result: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub result_schema: Option<Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub agent_type: Option<String>,
     }
 }

@@ -30,6 +30,19 @@ pub mod records;
 pub mod screen;
 #[cfg(test)]
 mod tests;
+
+/// Every method's params object as the wire carries it, before validation: what a client
+/// builds and serializes, and what the daemon's decoder reads. One type per method (or per
+/// set of methods sharing their params), defined in its family's module beside its decoder.
+pub mod wire {
+    pub use super::create::wire::*;
+    pub use super::daemon::wire::*;
+    pub use super::declare::wire::*;
+    pub use super::records::wire::*;
+    pub use super::screen::wire::*;
+    pub use super::validate::wire::*;
+    pub use super::wait::wire::*;
+}
 pub mod validate;
 pub mod wait;
 
@@ -56,7 +69,7 @@ use crate::session::{
 };
 use crate::stream::{AllCondition, StreamFilter};
 use serde::de::DeserializeOwned;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::time::Duration;
 use validate::*;

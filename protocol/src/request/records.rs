@@ -102,13 +102,7 @@ impl Family for RecordsCall {
             "sessions.action" => RecordsCall::Action(ActionParams::decode(params)?),
             "sessions.cancel" => RecordsCall::Cancel(SessionRef::decode(params)?),
             "sessions.set-group" => {
-                #[derive(Deserialize)]
-                #[serde(deny_unknown_fields)]
-                struct Raw {
-                    session_id: String,
-                    group: Option<String>,
-                }
-                let raw: Raw = decode(params)?;
+                let raw: wire::SetGroup = decode(params)?;
                 let group = raw.group.filter(|g| !g.is_empty());
                 if let Some(g) = &group {
                     validate_group(g)?;
@@ -119,13 +113,7 @@ impl Family for RecordsCall {
                 }
             }
             "sessions.set-parent" => {
-                #[derive(Deserialize)]
-                #[serde(deny_unknown_fields)]
-                struct Raw {
-                    session_id: String,
-                    parent: Option<String>,
-                }
-                let raw: Raw = decode(params)?;
+                let raw: wire::SetParent = decode(params)?;
                 let session_id = parse_session_id("session_id", &raw.session_id)?;
                 let parent = match raw.parent.filter(|p| !p.is_empty()) {
                     Some(p) => Some(parse_session_id("parent", &p)?),
@@ -134,13 +122,7 @@ impl Family for RecordsCall {
                 RecordsCall::SetParent { session_id, parent }
             }
             "sessions.archive" => {
-                #[derive(Deserialize)]
-                #[serde(deny_unknown_fields)]
-                struct Raw {
-                    session_id: String,
-                    reason: Option<String>,
-                }
-                let raw: Raw = decode(params)?;
+                let raw: wire::Archive = decode(params)?;
                 if let Some(r) = &raw.reason {
                     check_chars("reason", r, SUMMARY_MAX_CHARS)?;
                 }
@@ -150,15 +132,7 @@ impl Family for RecordsCall {
                 }
             }
             "sessions.restart" => {
-                #[derive(Deserialize)]
-                #[serde(deny_unknown_fields)]
-                struct Raw {
-                    session_id: String,
-                    command: Option<String>,
-                    #[serde(default)]
-                    last_command: bool,
-                }
-                let raw: Raw = decode(params)?;
+                let raw: wire::Restart = decode(params)?;
                 if raw.last_command && raw.command.is_some() {
                     return Err(ErrorBody::invalid(
                         "sessions.restart takes command or last_command, not both",
@@ -182,6 +156,8 @@ impl Family for RecordsCall {
                     _ => return Err(ErrorBody::invalid("session_id is required")),
                 };
                 let raw: RawRestart = decode(Value::Object(map))?;
+                // (The wire form a client builds is `wire::SetRestartPolicy`: the session id
+                // and the restart fields.)
                 if raw.restart.is_none() {
                     return Err(ErrorBody::invalid(
                         "sessions.set-restart-policy needs restart (never removes the policy)",
@@ -270,13 +246,13 @@ impl Family for RecordsCall {
 
 /// One `metadata_filter` constraint: the key is present, and (if `value` is given) its
 /// value, compared as a string, equals it.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MetadataFilter {
     /// Key that must be present.
     pub key: String,
     /// Value it must equal, compared as a string (non-strings as compact JSON).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<Value>,
 }
 
@@ -300,18 +276,18 @@ impl MetadataFilter {
     }
 }
 
-/// `sessions.list` params.
-#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+/// `sessions.list` params (the wire form and the validated form are the same).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ListParams {
     /// Constraints that must all hold (AND).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub metadata_filter: Vec<MetadataFilter>,
     /// Only members of this group.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
     /// Only children of this session.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<String>,
 }
 
@@ -361,14 +337,7 @@ impl UpdateParams {
                 )));
             }
         }
-        #[derive(Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct Raw {
-            session_id: String,
-            status: Option<String>,
-            metadata: Option<Map<String, Value>>,
-        }
-        let raw: Raw = decode(params)?;
+        let raw: wire::Update = decode(params)?;
         let session_id = parse_session_id("session_id", &raw.session_id)?;
         if raw.status.is_none() && raw.metadata.is_none() {
             return Err(ErrorBody::invalid(
@@ -390,7 +359,8 @@ impl UpdateParams {
 }
 
 /// The `action` of `sessions.action`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ActionKind {
     /// Make this the focused session.
@@ -475,15 +445,7 @@ pub struct ActionParams {
 
 impl ActionParams {
     pub(crate) fn decode(params: Value) -> Result<Self, ErrorBody> {
-        #[derive(Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct Raw {
-            session_id: String,
-            action: ActionKind,
-            input: Option<String>,
-            signal: Option<String>,
-        }
-        let raw: Raw = decode(params)?;
+        let raw: wire::Action = decode(params)?;
         let session_id = parse_session_id("session_id", &raw.session_id)?;
         match raw.action {
             ActionKind::Input if raw.input.is_none() => {
@@ -520,5 +482,83 @@ impl ActionParams {
             input: raw.input,
             signal,
         })
+    }
+}
+
+/// The params objects of this family's methods as the wire carries them: what a client
+/// builds (and serializes) and what the decoder reads before it validates.
+pub(crate) mod wire {
+    use super::*;
+    use serde::Serialize;
+
+    /// `sessions.set-group`.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct SetGroup {
+        pub session_id: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub group: Option<String>,
+    }
+
+    /// `sessions.set-parent`.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct SetParent {
+        pub session_id: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub parent: Option<String>,
+    }
+
+    /// `sessions.archive`.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct Archive {
+        pub session_id: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub reason: Option<String>,
+    }
+
+    /// `sessions.restart`.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct Restart {
+        pub session_id: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub command: Option<String>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        pub last_command: bool,
+    }
+
+    /// `sessions.update`.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct Update {
+        pub session_id: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub status: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub metadata: Option<Map<String, Value>>,
+    }
+
+    /// `sessions.set-restart-policy`: the session and the restart fields of
+    /// `sessions.create`. (Serialize only: the decoder takes `session_id` out and reads the
+    /// rest as a `RestartFields`, which refuses unknown fields.)
+    #[derive(Debug, Clone, PartialEq, Default, Serialize)]
+    pub struct SetRestartPolicy {
+        pub session_id: String,
+        #[serde(flatten)]
+        pub policy: RawRestart,
+    }
+
+    /// `sessions.action`.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct Action {
+        pub session_id: String,
+        pub action: ActionKind,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub input: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub signal: Option<String>,
     }
 }

@@ -84,18 +84,7 @@ impl Family for ScreenCall {
     fn decode(method: &str, params: Value) -> Result<Self, ErrorBody> {
         let call = match method {
             "sessions.snapshot" | "sessions.dump" | "sessions.inspect" => {
-                #[derive(Deserialize)]
-                #[serde(deny_unknown_fields)]
-                struct Raw {
-                    session_id: String,
-                    scrollback: Option<Value>,
-                    #[serde(default)]
-                    cells: bool,
-                    #[serde(default)]
-                    unwrap: bool,
-                    tail: Option<usize>,
-                }
-                let raw: Raw = decode(params)?;
+                let raw: wire::Read = decode(params)?;
                 let kind = match method {
                     "sessions.snapshot" => ReadKind::Snapshot,
                     "sessions.dump" => ReadKind::Dump,
@@ -135,14 +124,7 @@ impl Family for ScreenCall {
                 })
             }
             "sessions.run" => {
-                #[derive(Deserialize)]
-                #[serde(deny_unknown_fields)]
-                struct Raw {
-                    session_id: String,
-                    command: String,
-                    timeout: Option<Value>,
-                }
-                let raw: Raw = decode(params)?;
+                let raw: wire::Run = decode(params)?;
                 validate_command(&raw.command)?;
                 if raw.command.contains('\n') || raw.command.contains('\r') {
                     return Err(ErrorBody::invalid("run takes a one-line command"));
@@ -158,15 +140,7 @@ impl Family for ScreenCall {
                 })
             }
             "sessions.send-keys" => {
-                #[derive(Deserialize)]
-                #[serde(deny_unknown_fields)]
-                struct Raw {
-                    session_id: String,
-                    keys: Vec<String>,
-                    #[serde(default)]
-                    literal: bool,
-                }
-                let raw: Raw = decode(params)?;
+                let raw: wire::SendKeys = decode(params)?;
                 let total: usize = raw.keys.iter().map(String::len).sum();
                 if total > INPUT_MAX_BYTES || raw.keys.len() > 4096 {
                     return Err(ErrorBody::invalid("too many keys"));
@@ -177,13 +151,7 @@ impl Family for ScreenCall {
                 }
             }
             "sessions.paste" => {
-                #[derive(Deserialize)]
-                #[serde(deny_unknown_fields)]
-                struct Raw {
-                    session_id: String,
-                    text: String,
-                }
-                let raw: Raw = decode(params)?;
+                let raw: wire::Paste = decode(params)?;
                 if raw.text.len() > INPUT_MAX_BYTES {
                     return Err(ErrorBody::invalid(format!(
                         "text is {} bytes; the limit is {INPUT_MAX_BYTES}",
@@ -196,14 +164,7 @@ impl Family for ScreenCall {
                 }
             }
             "sessions.attach" => {
-                #[derive(Deserialize)]
-                #[serde(deny_unknown_fields)]
-                struct Raw {
-                    session_id: Option<String>,
-                    cols: Option<u16>,
-                    rows: Option<u16>,
-                }
-                let raw: Raw = decode(params)?;
+                let raw: wire::Attach = decode(params)?;
                 let size = match (raw.cols, raw.rows) {
                     (Some(cols), Some(rows))
                         if (1..=MAX_DIMENSION).contains(&cols)
@@ -231,14 +192,7 @@ impl Family for ScreenCall {
                 }
             }
             "sessions.resize" => {
-                #[derive(Deserialize)]
-                #[serde(deny_unknown_fields)]
-                struct Raw {
-                    session_id: String,
-                    cols: u16,
-                    rows: u16,
-                }
-                let raw: Raw = decode(params)?;
+                let raw: wire::Resize = decode(params)?;
                 check_size(raw.cols, raw.rows)?;
                 ScreenCall::Resize {
                     session_id: parse_session_id("session_id", &raw.session_id)?,
@@ -359,4 +313,75 @@ pub(crate) fn check_size(cols: u16, rows: u16) -> Result<(), ErrorBody> {
         )));
     }
     Ok(())
+}
+
+/// The params objects of this family's methods as the wire carries them: what a client
+/// builds (and serializes) and what the decoder reads before it validates.
+pub(crate) mod wire {
+    use super::*;
+    use serde::Serialize;
+
+    /// `sessions.snapshot`, `sessions.dump`, `sessions.inspect` (`cells`, `unwrap` and `tail` are the snapshot's).
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct Read {
+        pub session_id: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub scrollback: Option<Value>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        pub cells: bool,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        pub unwrap: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub tail: Option<usize>,
+    }
+
+    /// `sessions.run`.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct Run {
+        pub session_id: String,
+        pub command: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub timeout: Option<Value>,
+    }
+
+    /// `sessions.send-keys`.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct SendKeys {
+        pub session_id: String,
+        pub keys: Vec<String>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        pub literal: bool,
+    }
+
+    /// `sessions.paste`.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct Paste {
+        pub session_id: String,
+        pub text: String,
+    }
+
+    /// `sessions.attach`.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct Attach {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub session_id: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub cols: Option<u16>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub rows: Option<u16>,
+    }
+
+    /// `sessions.resize`.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct Resize {
+        pub session_id: String,
+        pub cols: u16,
+        pub rows: u16,
+    }
 }

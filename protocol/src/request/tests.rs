@@ -289,3 +289,142 @@ mod tables {
         }
     }
 }
+
+/// What a client builds from `wire` decodes to the call it meant.
+mod wire_round_trip {
+    use super::*;
+
+    const ID: &str = "2B0E0000-0000-4000-8000-000000000000";
+
+    fn call<P: Serialize>(method: &str, params: &P) -> Call {
+        let value = serde_json::to_value(params).unwrap();
+        Call::decode(method, Some(value)).unwrap_or_else(|e| panic!("{method}: {e:?}"))
+    }
+
+    #[test]
+    fn unset_options_are_left_out() {
+        let paste = wire::Paste {
+            session_id: ID.into(),
+            text: "hi".into(),
+        };
+        let v = serde_json::to_value(&paste).unwrap();
+        assert_eq!(v, serde_json::json!({"session_id": ID, "text": "hi"}));
+        let read = wire::Read {
+            session_id: ID.into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            serde_json::to_value(&read).unwrap(),
+            serde_json::json!({ "session_id": ID })
+        );
+    }
+
+    #[test]
+    fn screen_calls() {
+        let Call::Screen(ScreenCall::Read(r)) = call(
+            "sessions.snapshot",
+            &wire::Read {
+                session_id: ID.into(),
+                cells: true,
+                tail: Some(5),
+                ..Default::default()
+            },
+        ) else {
+            panic!()
+        };
+        assert!(r.cells && r.tail == Some(5) && r.kind == ReadKind::Snapshot);
+        let Call::Screen(ScreenCall::Resize { size, .. }) = call(
+            "sessions.resize",
+            &wire::Resize {
+                session_id: ID.into(),
+                cols: 100,
+                rows: 30,
+            },
+        ) else {
+            panic!()
+        };
+        assert_eq!((size.cols, size.rows), (100, 30));
+    }
+
+    #[test]
+    fn create_with_a_restart_policy() {
+        let Call::Create(CreateCall::Create(p)) = call(
+            "sessions.create",
+            &wire::Create {
+                command: Some("make".into()),
+                env: vec!["A=1".into()],
+                restart: Some(RestartMode::OnFailure),
+                max_restarts: Some(3),
+                backoff: Some("1s..5s".into()),
+                ..Default::default()
+            },
+        ) else {
+            panic!()
+        };
+        assert_eq!(p.command.as_deref(), Some("make"));
+        assert_eq!(p.restart_policy.unwrap().max_restarts, 3);
+        let Call::Records(RecordsCall::SetRestartPolicy { policy, .. }) = call(
+            "sessions.set-restart-policy",
+            &wire::SetRestartPolicy {
+                session_id: ID.into(),
+                policy: wire::RestartFields {
+                    restart: Some(RestartMode::Always),
+                    ..Default::default()
+                },
+            },
+        ) else {
+            panic!()
+        };
+        assert_eq!(policy.unwrap().mode, RestartMode::Always);
+    }
+
+    #[test]
+    fn declarations_waits_and_actions() {
+        let Call::Declare(d) = call(
+            "sessions.set-metadata",
+            &wire::Declare {
+                session_id: ID.into(),
+                key: Some("k".into()),
+                value: Some(serde_json::json!([1, 2])),
+                ..Default::default()
+            },
+        ) else {
+            panic!()
+        };
+        assert_eq!(d.declaration.method(), "sessions.set-metadata");
+        let Call::Wait(WaitCall::Wait(w)) = call(
+            "sessions.wait",
+            &wire::Wait {
+                session_id: ID.into(),
+                until: Some("done".into()),
+                timeout: Some(serde_json::json!("5s")),
+                ..Default::default()
+            },
+        ) else {
+            panic!()
+        };
+        assert_eq!(w.timeout, Duration::from_secs(5));
+        let Call::Records(RecordsCall::Action(a)) = call(
+            "sessions.action",
+            &wire::Action {
+                session_id: ID.into(),
+                action: ActionKind::Interrupt,
+                input: None,
+                signal: Some("SIGTERM".into()),
+            },
+        ) else {
+            panic!()
+        };
+        assert_eq!(a.signal.map(InterruptSignal::ends_the_program), Some(true));
+        let Call::Wait(WaitCall::StreamWait(_)) = call(
+            "stream.wait",
+            &wire::Stream {
+                group: Some("g".into()),
+                all: Some("exited".into()),
+                ..Default::default()
+            },
+        ) else {
+            panic!()
+        };
+    }
+}

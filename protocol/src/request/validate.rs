@@ -118,12 +118,7 @@ pub struct SessionRef {
 
 impl SessionRef {
     pub(crate) fn decode(params: Value) -> Result<Self, ErrorBody> {
-        #[derive(Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct Raw {
-            session_id: String,
-        }
-        let raw: Raw = decode(params)?;
+        let raw: wire::Session = decode(params)?;
         Ok(SessionRef {
             session_id: parse_session_id("session_id", &raw.session_id)?,
         })
@@ -394,4 +389,18 @@ pub fn validate_result_schema(schema: &Value) -> Result<(), ErrorBody> {
     }
     crate::schema::validate_schema(schema)
         .map_err(|e| ErrorBody::invalid(format!("result_schema: {e}")))
+}
+
+/// The params objects of this family's methods as the wire carries them: what a client
+/// builds (and serializes) and what the decoder reads before it validates.
+pub(crate) mod wire {
+    use super::*;
+    use serde::Serialize;
+
+    /// Any method that names one session and nothing else (`sessions.get`, `sessions.cancel`, ...).
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct Session {
+        pub session_id: String,
+    }
 }

@@ -172,21 +172,7 @@ pub struct WaitParams {
 
 impl WaitParams {
     pub(crate) fn decode(params: Value) -> Result<Self, ErrorBody> {
-        #[derive(Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct Raw {
-            session_id: String,
-            lifecycle: Option<Lifecycle>,
-            state: Option<String>,
-            event: Option<String>,
-            since: Option<u64>,
-            timeout: Option<Value>,
-            until: Option<String>,
-            regex: Option<String>,
-            #[serde(default)]
-            output_only: bool,
-        }
-        let raw: Raw = decode(params)?;
+        let raw: wire::Wait = decode(params)?;
         let session_id = parse_session_id("session_id", &raw.session_id)?;
         let given = [
             raw.lifecycle.is_some(),
@@ -256,13 +242,7 @@ pub struct WatchParams {
 
 impl WatchParams {
     pub(crate) fn decode(params: Value) -> Result<Self, ErrorBody> {
-        #[derive(Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct Raw {
-            session_id: String,
-            timeout: Option<Value>,
-        }
-        let raw: Raw = decode(params)?;
+        let raw: wire::Watch = decode(params)?;
         Ok(WatchParams {
             session_id: parse_session_id("session_id", &raw.session_id)?,
             timeout: decode_timeout(raw.timeout.as_ref())?,
@@ -281,14 +261,7 @@ pub struct EventsParams {
 
 impl EventsParams {
     pub(crate) fn decode(params: Value) -> Result<Self, ErrorBody> {
-        #[derive(Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct Raw {
-            session_id: String,
-            #[serde(default)]
-            since: u64,
-        }
-        let raw: Raw = decode(params)?;
+        let raw: wire::Events = decode(params)?;
         Ok(EventsParams {
             session_id: parse_session_id("session_id", &raw.session_id)?,
             since: raw.since,
@@ -307,16 +280,32 @@ pub struct StreamWatchParams {
     pub timeout: Option<Duration>,
 }
 
-#[derive(Deserialize)]
+/// `stream.watch` and `stream.wait` params as the wire carries them (`wire::Stream`):
+/// a filter, and for `stream.wait` what to wait for.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct RawStream {
-    group: Option<String>,
-    session_id: Option<String>,
-    surface_id: Option<String>,
-    since: Option<u64>,
-    timeout: Option<Value>,
-    event: Option<String>,
-    all: Option<String>,
+pub struct RawStream {
+    /// Only this group's events.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// Only this session's events.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// Only this surface's events.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub surface_id: Option<String>,
+    /// Replay from this cursor.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub since: Option<u64>,
+    /// Seconds or a duration string.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Value>,
+    /// `stream.wait`: the event to wait for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub event: Option<String>,
+    /// `stream.wait`: the condition every member must meet.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub all: Option<String>,
 }
 
 impl RawStream {
@@ -406,5 +395,55 @@ impl StreamWaitParams {
             wait_for,
             timeout: decode_timeout(raw.timeout.as_ref())?.unwrap_or(WAIT_DEFAULT_TIMEOUT),
         })
+    }
+}
+
+/// The params objects of this family's methods as the wire carries them: what a client
+/// builds (and serializes) and what the decoder reads before it validates.
+pub(crate) mod wire {
+    use super::*;
+    use serde::Serialize;
+
+    pub use super::RawStream as Stream;
+
+    /// `sessions.wait`: exactly one of `lifecycle`, `state`, `event`, `until`, `regex`.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct Wait {
+        pub session_id: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub lifecycle: Option<Lifecycle>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub state: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub event: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub since: Option<u64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub timeout: Option<Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub until: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub regex: Option<String>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        pub output_only: bool,
+    }
+
+    /// `sessions.watch`.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct Watch {
+        pub session_id: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub timeout: Option<Value>,
+    }
+
+    /// `sessions.events`.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct Events {
+        pub session_id: String,
+        #[serde(default)]
+        pub since: u64,
     }
 }
