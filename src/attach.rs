@@ -11,7 +11,6 @@ use maxx_protocol::error::ErrorBody;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::signal::{SigSet, Signal};
 use nix::sys::termios::{self, SetArg, Termios};
-use serde_json::{json, Map, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::sync::{Arc, Mutex};
@@ -99,22 +98,8 @@ pub fn run(
             "attach needs a terminal on stdin".to_string(),
         ));
     }
-    let mut params = Map::new();
-    if let Some(id) = &session {
-        params.insert("session_id".into(), json!(id));
-    }
-    if let Some((cols, rows)) = window_size(stdout.as_fd()) {
-        params.insert("cols".into(), json!(cols));
-        params.insert("rows".into(), json!(rows));
-    }
-    let stream = send_request(
-        target,
-        "sessions.attach",
-        Value::Object(params),
-        caller,
-        confirm,
-        false,
-    )?;
+    let req = crate::request::sessions_attach(session, window_size(stdout.as_fd()));
+    let stream = send_request(target, req.method, req.params, caller, confirm, false)?;
     let mut reader = BufReader::new(stream.try_clone().map_err(io_failed)?);
     let mut first = Vec::new();
     (&mut reader)

@@ -2,6 +2,9 @@
 //! re-executes this binary in a new session and waits on a pipe until the child says it
 //! is ready (or why it failed), so a caller never has to poll for the socket.
 
+use crate::cli::DaemonArgs;
+use crate::client::Target;
+use crate::{exit, report};
 use maxx_actors::control_dir::ControlDir;
 use maxx_actors::{DaemonConfig, DaemonError};
 use maxx_protocol::error::ErrorBody;
@@ -70,6 +73,42 @@ pub struct Tuning {
     pub retain_records: usize,
     /// Long-lived connections served at once.
     pub max_long_lived: usize,
+}
+
+/// `maxx daemon [--detach]`: the flags to a foreground daemon, or to a detached one's
+/// command line.
+pub fn command(target: &Target, d: DaemonArgs) -> i32 {
+    if d.detach {
+        let mut extra = vec![
+            "--bus-capacity".to_string(),
+            d.bus_capacity.to_string(),
+            "--retain-records".to_string(),
+            d.retain_records.to_string(),
+            "--max-long-lived".to_string(),
+            d.max_long_lived.to_string(),
+        ];
+        if d.fsync {
+            extra.push("--fsync".into());
+        }
+        return match spawn_detached(&target.control_dir, &d.log_level, &extra) {
+            Ok(()) => exit::OK,
+            Err(e) => {
+                report::print_error(&e);
+                exit::FAILED
+            }
+        };
+    }
+    run_foreground(
+        target.control_dir.clone(),
+        &d.log_level,
+        d.detached_child,
+        Tuning {
+            bus_capacity: d.bus_capacity,
+            fsync: d.fsync,
+            retain_records: d.retain_records,
+            max_long_lived: d.max_long_lived,
+        },
+    )
 }
 
 /// Run the daemon in this process. With `detached`, log to the control dir and report

@@ -7,7 +7,12 @@
 //! a archive · r restart · q quit. Interrupt, archive and restart ask for a `y` first,
 //! naming the target and the consequence.
 
+use crate::cli::{
+    ActionArg, ActionArgs, ArchiveArgs, IdArg, ListArgs, RestartArgs, StreamWatchArgs,
+};
 use crate::client::{self, Target};
+use crate::exit;
+use crate::request::{self, Request};
 use maxx_protocol::error::{ErrorBody, ErrorCode};
 use ratatui::crossterm::event::{self, Event as TermEvent, KeyCode, KeyEvent, KeyModifiers};
 use ratatui::crossterm::execute;
@@ -340,16 +345,12 @@ enum Input {
     StreamEnded,
 }
 
-fn request(
-    target: &Target,
-    caller: &Option<String>,
-    method: &str,
-    params: Value,
-) -> Result<Value, ErrorBody> {
+/// One request; the dashboard waits at most 30 s for any answer.
+fn request(target: &Target, caller: &Option<String>, req: Request) -> Result<Value, ErrorBody> {
     match client::request(
         target,
-        method,
-        params,
+        req.method,
+        req.params,
         caller.as_deref(),
         false,
         Duration::from_secs(30),
@@ -379,10 +380,11 @@ pub fn run(target: &Target, caller: &Option<String>) -> i32 {
         let target = target.clone();
         let caller = caller.clone();
         std::thread::spawn(move || {
+            let watch = request::stream_watch(StreamWatchArgs::default());
             let res = client::stream_lines(
                 &target,
-                "stream.watch",
-                json!({}),
+                watch.method,
+                watch.params,
                 caller.as_deref(),
                 false,
                 |line| {
@@ -394,14 +396,18 @@ pub fn run(target: &Target, caller: &Option<String>) -> i32 {
         });
     }
     let mut app = App::default();
-    match request(target, caller, "sessions.list", json!({})) {
+    match request(target, caller, request::sessions_list(ListArgs::default())) {
         Ok(r) => app.sessions = r["sessions"].as_array().cloned().unwrap_or_default(),
         Err(e) => {
             eprintln!(
                 "{}",
                 crate::views::json_text(&json!({ "ok": false, "error": e }))
             );
-            return if e.code == ErrorCode::NoDaemon { 3 } else { 1 };
+            return if e.code == ErrorCode::NoDaemon {
+                exit::NO_DAEMON
+            } else {
+                exit::FAILED
+            };
         }
     }
     {
@@ -433,14 +439,18 @@ pub fn run(target: &Target, caller: &Option<String>) -> i32 {
                 "{}",
                 crate::views::json_text(&json!({ "ok": false, "error": e }))
             );
-            return 2;
+            return exit::USAGE;
         }
     };
     let mut dirty: BTreeSet<String> = BTreeSet::new();
     loop {
         // Re-read the sessions events touched since the last frame.
         for id in std::mem::take(&mut dirty) {
-            if let Ok(r) = request(target, caller, "sessions.get", json!({"session_id": id})) {
+            if let Ok(r) = request(
+                target,
+                caller,
+                request::sessions_get(IdArg { session_id: id }),
+            ) {
                 app.upsert(r["session"].clone());
             }
         }
@@ -503,18 +513,25 @@ fn handle_key(
 ) -> bool {
     if let Some((_, action)) = app.confirm.take() {
         if k.code == KeyCode::Char('y') {
-            let (method, params) = match &action {
-                Action::Interrupt(id) => (
-                    "sessions.action",
-                    json!({"session_id": id, "action": "interrupt"}),
-                ),
-                Action::Archive(id) => ("sessions.archive", json!({"session_id": id})),
-                Action::Restart(id) => (
-                    "sessions.restart",
-                    json!({"session_id": id, "last_command": true}),
-                ),
+            let req = match action {
+                Action::Interrupt(session_id) => request::sessions_action(ActionArgs {
+                    session_id,
+                    action: ActionArg::Interrupt,
+                    input: None,
+                    signal: None,
+                }),
+                Action::Archive(session_id) => request::sessions_archive(ArchiveArgs {
+                    session_id,
+                    reason: None,
+                }),
+                Action::Restart(session_id) => request::sessions_restart(RestartArgs {
+                    session_id,
+                    last_command: true,
+                    command: None,
+                }),
             };
-            app.status_line = Some(match request(target, caller, method, params) {
+            let method = req.method;
+            app.status_line = Some(match request(target, caller, req) {
                 Ok(_) => format!("done: {method}"),
                 Err(e) => status_text(&e),
             });
@@ -538,8 +555,12 @@ fn handle_key(
                     match request(
                         target,
                         caller,
-                        "sessions.action",
-                        json!({"session_id": id, "action": "focus"}),
+                        request::sessions_action(ActionArgs {
+                            session_id: id.clone(),
+                            action: ActionArg::Focus,
+                            input: None,
+                            signal: None,
+                        }),
                     ) {
                         Ok(_) => format!("focused {}", short(&id)),
                         Err(e) => status_text(&e),

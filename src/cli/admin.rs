@@ -1,0 +1,85 @@
+//! `maxx daemon`, `maxx policy` and `maxx profiles`.
+
+use clap::{Args, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct PolicyCmd {
+    #[command(subcommand)]
+    pub verb: PolicyVerb,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum PolicyVerb {
+    /// The decision for (--as source, --capability, --target), with the reason. No side effect.
+    #[command(
+        after_help = "Examples:\n  maxx policy check --as readonly-external --capability tabs:close\n  \
+maxx policy check --capability output:read"
+    )]
+    Check(CheckArgs),
+    /// Every active source and whether the policy file loaded (or why it was rejected).
+    Sources,
+    /// Check a policy file offline (no daemon needed): exit 0 valid, 1 invalid with reasons.
+    Validate(ValidateArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// e.g. tabs:spawn, output:read.
+    #[arg(long)]
+    pub capability: String,
+    /// The session (or group) it would act on.
+    #[arg(long)]
+    pub target: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct ValidateArgs {
+    /// The file.
+    #[arg(long)]
+    pub config: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct ProfilesCmd {
+    #[command(subcommand)]
+    pub verb: Option<ProfilesVerb>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ProfilesVerb {
+    /// List profile names and the env key names they set (never values).
+    List,
+}
+
+#[derive(Args, Debug)]
+pub struct DaemonArgs {
+    /// Start in the background and return once it accepts requests.
+    #[arg(long)]
+    pub detach: bool,
+    /// Log level (error, warn, info, debug, trace); RUST_LOG overrides it.
+    #[arg(long, default_value = "info", value_name = "LEVEL")]
+    pub log_level: String,
+    /// Events the bus keeps for `stream watch --since` replay (oldest evicted first).
+    #[arg(long, default_value_t = maxx_protocol::limits::BUS_RETAINED_EVENTS, value_name = "N")]
+    pub bus_capacity: usize,
+    /// fdatasync the journal on every acknowledged change (survives power loss, slower).
+    /// Without it an acknowledged change survives a daemon crash (kill -9).
+    #[arg(long)]
+    pub fsync: bool,
+    /// Closed/archived records kept, newest first (older ones are dropped from memory and
+    /// registry.json; live sessions are always kept). Records idle 14 days are dropped too.
+    #[arg(long, default_value_t = maxx_protocol::limits::RETAINED_RECORDS, value_name = "N",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub retain_records: usize,
+    /// Long-lived requests (watch, stream watch, attach, wait, stream wait, run) served at
+    /// once; more are answered `busy`. The remaining connection slots (4,096 in all) are
+    /// kept for short requests.
+    #[arg(long, default_value_t = maxx_protocol::limits::MAX_LONG_LIVED_CONNECTIONS, value_name = "N",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new()
+              .range(1..=maxx_protocol::limits::MAX_LONG_LIVED_CONNECTIONS as u64))]
+    pub max_long_lived: usize,
+    /// Internal: this process is the detached daemon.
+    #[arg(long, hide = true)]
+    pub detached_child: bool,
+}

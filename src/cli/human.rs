@@ -1,0 +1,32 @@
+//! The human views: `maxx ls`, `maxx status`, `maxx attach` (`maxx top` takes no flags).
+
+use clap::Args;
+
+#[derive(Args, Debug)]
+pub struct LsArgs {
+    /// Add metadata chips.
+    #[arg(long)]
+    pub wide: bool,
+    /// Print the sessions as JSON instead.
+    #[arg(long)]
+    pub json: bool,
+    /// Only this group.
+    #[arg(long)]
+    pub group: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct StatusArgs {
+    /// Print JSON instead.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct AttachArgs {
+    /// Session id (default: the focused session).
+    pub session_id: Option<String>,
+    /// The key that, followed by `d`, detaches (a single-byte chord).
+    #[arg(long, default_value = "C-\\", value_name = "KEY")]
+    pub detach_key: String,
+}

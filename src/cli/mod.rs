@@ -1,0 +1,105 @@
+//! The command line: `maxx <noun> <verb> [flags]`, `maxx +control <noun> <verb>` being the
+//! same command. Each noun-verb prints the daemon's raw JSON response on stdout.
+//!
+//! One file per command family; every type is re-exported here, so `cli::X` names any of them.
+//! The wire params each verb sends are built in `crate::request`, not here.
+//!
+//! - [`sessions`]: `maxx sessions` lifecycle, control and wait verbs (and the verb list).
+//! - [`declare`]: the agent declaration verbs (`declare-state`, `set-metadata`, ...).
+//! - [`screen`]: the screen-readback and input verbs (`snapshot`, `run`, `send-keys`, ...).
+//! - [`stream`]: `maxx stream` and `maxx event`.
+//! - [`admin`]: `maxx daemon`, `maxx policy`, `maxx profiles`.
+//! - [`human`]: the human views `maxx ls`, `maxx status`, `maxx attach`.
+
+mod admin;
+mod declare;
+mod human;
+mod screen;
+mod sessions;
+mod stream;
+
+pub use admin::*;
+pub use declare::*;
+pub use human::*;
+pub use screen::*;
+pub use sessions::*;
+pub use stream::*;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Parse `key=value` (value may be empty or contain '=').
+fn key_value(text: &str) -> Result<(String, String), String> {
+    text.split_once('=')
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .ok_or_else(|| format!("expected KEY=VALUE, got {text:?}"))
+}
+
+/// Parse a duration flag: `500ms`, `30s`, `5m`, `1h`; a bare number is seconds.
+fn duration(text: &str) -> Result<Duration, String> {
+    maxx_protocol::duration::parse_duration(text)
+}
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "maxx",
+    version,
+    about = "Explicit, observable control over terminal sessions.",
+    long_about = "maxx runs terminal sessions (agents, jobs, shells) in real PTYs under a daemon \
+and lets scripts drive them over a token-authenticated Unix socket.\n\n\
+Noun-verb commands print the daemon's JSON response on stdout; on failure stdout is empty and \
+stderr carries one JSON error. `maxx +control <noun> <verb>` is the same command.",
+    after_help = "Quick start:\n  \
+id=$(maxx sessions create --command 'make test' | jq -r .result.session.session_id)\n  \
+maxx sessions wait \"$id\" --lifecycle exited --timeout 10m\n  \
+maxx sessions get \"$id\" | jq .result.session.exit_code\n\n\
+Exit codes: 0 ok/matched · 1 daemon said ok:false, or a wait ended unmatched · 2 usage · \
+3 no daemon · 124 wait timed out"
+)]
+pub struct Cli {
+    /// The daemon's socket (its folder is the control dir). Default: $MAXX_CONTROL_DIR/control.sock,
+    /// else /tmp/maxx-control-<uid>/control.sock.
+    #[arg(long, global = true, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+
+    /// Act as this policy source (wire field `caller`). Default: local-cli.
+    #[arg(long = "as", global = true, value_name = "SOURCE")]
+    pub caller: Option<String>,
+
+    /// Approve an action the policy wants confirmed (wire field `confirm`).
+    #[arg(long, global = true)]
+    pub confirm: bool,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+// Parsed once per process: the size of the biggest variant does not matter.
+#[allow(clippy::large_enum_variant)]
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run the control plane (foreground unless --detach).
+    Daemon(DaemonArgs),
+    /// Create, inspect, drive and wait on sessions. Bare `maxx sessions` lists them.
+    Sessions(SessionsCmd),
+    /// Follow or wait on the process-wide event stream (sessions, groups).
+    Stream(StreamCmd),
+    /// Declare structured events (`event emit` = `sessions emit-event`).
+    Event(EventCmd),
+    /// Agent profiles (named create-time inputs). Bare `maxx profiles` lists them.
+    Profiles(ProfilesCmd),
+    /// Inspect the capability policy: check a decision, list sources, validate a file.
+    Policy(PolicyCmd),
+    /// A table of sessions for people: lifecycle, declared state, summary, group, age.
+    Ls(LsArgs),
+    /// The daemon's version, pid, control dir and session counts.
+    Status(StatusArgs),
+    /// A live dashboard of the fleet, updated from the event stream. q quits.
+    Top,
+    /// Join this terminal to a session's PTY (default: the focused one). Detach: Ctrl-\ d.
+    #[command(
+        after_help = "Example:\n  maxx attach ID\n  maxx attach --detach-key C-a   # then C-a d to detach"
+    )]
+    Attach(AttachArgs),
+}

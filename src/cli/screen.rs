@@ -1,0 +1,79 @@
+//! The screen-readback and input verbs of `maxx sessions`: `snapshot`, `dump`, `run`,
+//! `send-keys`, `paste`, `resize`. (`inspect` takes only an id: [`super::IdArg`].)
+
+use super::duration;
+use clap::Args;
+use std::time::Duration;
+
+#[derive(Args, Debug)]
+pub struct SnapshotArgs {
+    /// Session id.
+    pub session_id: String,
+    /// Include history: no value (or 0) = all retained rows, N = the newest N.
+    #[arg(long, num_args = 0..=1, default_missing_value = "0", value_name = "N")]
+    pub scrollback: Option<u64>,
+    /// Include styled cells.
+    #[arg(long, conflicts_with = "unwrap")]
+    pub cells: bool,
+    /// Join soft-wrapped rows into logical lines.
+    #[arg(long)]
+    pub unwrap: bool,
+    /// At least the viewport, plus history rows to make N.
+    #[arg(long, value_name = "N")]
+    pub tail: Option<u64>,
+    /// Accepted for scripts; output is always JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct DumpArgs {
+    /// Session id.
+    pub session_id: String,
+    /// Prepend all retained history.
+    #[arg(long)]
+    pub scrollback: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Whole budget (default 10m, at most 1h; 0 means no limit).
+    #[arg(long, value_parser = duration)]
+    pub timeout: Option<Duration>,
+    /// Session id.
+    pub session_id: String,
+    /// The command (one line, POSIX shell; run in a subshell).
+    pub command: String,
+}
+
+#[derive(Args, Debug)]
+pub struct SendKeysArgs {
+    /// Send every word as text: no key names, no chords.
+    #[arg(long, short = 'l')]
+    pub literal: bool,
+    /// Session id.
+    pub session_id: String,
+    /// Keys and text, in order.
+    #[arg(required = true, allow_hyphen_values = true)]
+    pub keys: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct PasteArgs {
+    /// Session id.
+    pub session_id: String,
+    /// The text, or - for stdin.
+    pub text: String,
+}
+
+#[derive(Args, Debug)]
+pub struct ResizeArgs {
+    /// Session id.
+    pub session_id: String,
+    /// Columns.
+    #[arg(long)]
+    pub cols: u16,
+    /// Rows.
+    #[arg(long)]
+    pub rows: u16,
+}
