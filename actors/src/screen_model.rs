@@ -20,7 +20,7 @@
 //! - by a reader (`snapshot`, `dump`, `inspect`, the first check of a text wait, `attach`)
 //!   that needs it now, synchronously, a slice at a time;
 //! - by the [`pool`] of grid workers while text waits or runs are pending (they also match
-//!   the patterns against the rows that changed, at most every [`MATCH_INTERVAL`] while
+//!   the patterns against the rows that changed, at most every `MATCH_INTERVAL` (10 ms) while
 //!   output keeps coming) or once the backlog passes [`PARSE_AT`]. They run at normal
 //!   priority: every byte must be parsed, and at idle priority a flood left one core idle
 //!   while the pump waited for them (measured: drain 45 -> 55 MB/s, text wait 28 -> 33);
@@ -846,13 +846,16 @@ mod tests {
         }
     }
 
-    /// A model whose matches and answers are collected.
-    fn model() -> (
+    /// A model, the matches it reports, the answers it writes, and its generation.
+    type Harness = (
         Arc<ScreenModel>,
         mpsc::Receiver<Vec<u64>>,
         Arc<Mutex<Vec<u8>>>,
         u64,
-    ) {
+    );
+
+    /// A model whose matches and answers are collected.
+    fn model() -> Harness {
         let (tx, rx) = mpsc::channel();
         let tx = Mutex::new(tx);
         let m = ScreenModel::new(Box::new(move |ids| {

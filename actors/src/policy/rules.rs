@@ -307,7 +307,7 @@ pub struct ConfigSummary {
 }
 
 /// The policy: built-ins plus the configured sources. Pure: evaluating has no side effects;
-/// the once-per-source memory is passed in by the owner ([`PolicyActor`]).
+/// the once-per-source memory is passed in by the owner ([`PolicyActor`](super::PolicyActor)).
 #[derive(Debug, Clone)]
 pub struct Policy {
     /// Built-ins first, then configured sources in file order.
