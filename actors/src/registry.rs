@@ -18,7 +18,7 @@ use crate::stats::Stats;
 use maxx_protocol::error::ErrorBody;
 use maxx_protocol::request::ListParams;
 use maxx_protocol::session::{Lifecycle, Outcome, SessionView, WorkflowState};
-use maxx_protocol::stream::{AllCondition, SourceKind, StreamEvent, STREAM_SCHEMA};
+use maxx_protocol::stream::{AllCondition, StreamEvent};
 use maxx_protocol::time::now_rfc3339;
 use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, RpcReplyPort};
 use serde::Serialize;
@@ -425,21 +425,8 @@ impl RegistryState {
 /// The mechanical event announcing that retention dropped a record.
 fn dropped_event(view: &SessionView, aged: bool) -> StreamEvent {
     StreamEvent {
-        schema: STREAM_SCHEMA,
-        cursor: 0,
-        seq: None,
-        source_kind: SourceKind::Maxx,
-        kind: "lifecycle".into(),
-        name: Some("dropped".into()),
-        source: "maxx".into(),
-        message: None,
         payload: Some(serde_json::json!({"reason": if aged { "age" } else { "count" }})),
-        created_at: now_rfc3339(),
-        resource_kind: "session".into(),
-        session_id: view.session_id.clone(),
-        surface_id: view.surface_id.clone(),
-        group: view.group.clone(),
-        pid: None,
+        ..StreamEvent::mechanical("dropped", view)
     }
 }
 
