@@ -4,7 +4,7 @@
 //! [`RAW_RING_BYTES`], allocated as it fills). The grid itself ([`Grid`], an
 //! `alacritty_terminal::Term`) exists only once someone reads the screen: it is materialised
 //! by replaying the ring, and afterwards brought up to date lazily — by the next read, or by
-//! the grid workers while a text wait or `run` is pending (`screen_model.rs` owns both paths
+//! the grid workers while a text wait or `run` is pending (`screen_model/` owns both paths
 //! and feeds a slice at a time). If it fell further behind than the ring holds, it is rebuilt
 //! from the ring instead of parsing an unbounded backlog (and the snapshot says so with
 //! `truncated_reason: "replayed"`). The drain itself only ever runs the light pass in
