@@ -1,19 +1,54 @@
 //! The policy file: where it lives, reading it bounded, and parsing it into sources, failing
 //! closed with reasons.
 
-use super::rules::{
-    builtin_sources, shown, ConfigStatus, ConfigSummary, ConfirmScope, LoadReport, Policy, Source,
-    SourceKind,
-};
+use super::rules::{builtin_sources, shown, ConfirmScope, Policy, Source, SourceKind};
 use super::{MAX_REASONS, POLICY_MAX_BYTES, POLICY_VERSION, SOURCE_ID_MAX_CHARS};
 use maxx_protocol::capability::Capability;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::{BTreeSet, HashSet};
 use std::ffi::OsString;
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+
+/// What became of the policy file at startup, serialised `no_path`, `missing`, `loaded`,
+/// `rejected`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConfigStatus {
+    /// No path could be resolved (no `$MAXX_CONTROL_POLICY_FILE`, `$XDG_CONFIG_HOME` or
+    /// `$HOME`): built-ins only.
+    NoPath,
+    /// The file does not exist: built-ins only.
+    Missing,
+    /// The file was read and its sources are active beside the built-ins.
+    Loaded,
+    /// The file was refused as a whole (see `reasons`): built-ins only.
+    Rejected,
+}
+
+/// The outcome of loading the policy file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LoadReport {
+    /// The file consulted.
+    pub path: Option<String>,
+    /// What became of it.
+    pub status: ConfigStatus,
+    /// Why it was rejected (empty otherwise).
+    pub reasons: Vec<String>,
+}
+
+/// The answer of an offline `policy validate`: the configured sources the file declares.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ConfigSummary {
+    /// The file validated.
+    pub path: String,
+    /// Its version.
+    pub version: u64,
+    /// Its sources (the built-ins are not repeated).
+    pub sources: Vec<Source>,
+}
 
 /// The policy file the environment names: `$MAXX_CONTROL_POLICY_FILE`, else
 /// `$XDG_CONFIG_HOME/maxx/control-policy.json`, else `~/.config/maxx/control-policy.json`.

@@ -1,6 +1,7 @@
 //! The rules: sources, decisions, and the [`Policy`] that evaluates one (source, capability,
 //! target).
 
+use super::config::LoadReport;
 use super::{
     ATTACH_OPT_IN, DECLARE_ONLY, LOCAL_CLI, OUTPUT_READ_OPT_IN, READONLY_EXTERNAL, UNAVAILABLE,
 };
@@ -248,33 +249,6 @@ pub struct CheckResult {
     pub remedy: Option<String>,
 }
 
-/// What became of the policy file at startup, serialised `no_path`, `missing`, `loaded`,
-/// `rejected`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ConfigStatus {
-    /// No path could be resolved (no `$MAXX_CONTROL_POLICY_FILE`, `$XDG_CONFIG_HOME` or
-    /// `$HOME`): built-ins only.
-    NoPath,
-    /// The file does not exist: built-ins only.
-    Missing,
-    /// The file was read and its sources are active beside the built-ins.
-    Loaded,
-    /// The file was refused as a whole (see `reasons`): built-ins only.
-    Rejected,
-}
-
-/// The outcome of loading the policy file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct LoadReport {
-    /// The file consulted.
-    pub path: Option<String>,
-    /// What became of it.
-    pub status: ConfigStatus,
-    /// Why it was rejected (empty otherwise).
-    pub reasons: Vec<String>,
-}
-
 /// One remembered `once_per_source` approval.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct Approval {
@@ -293,17 +267,6 @@ pub struct SourcesReport {
     pub sources: Vec<Source>,
     /// `once_per_source` approvals given so far in this daemon's life.
     pub approved_once: Vec<Approval>,
-}
-
-/// The answer of an offline `policy validate`: the configured sources the file declares.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ConfigSummary {
-    /// The file validated.
-    pub path: String,
-    /// Its version.
-    pub version: u64,
-    /// Its sources (the built-ins are not repeated).
-    pub sources: Vec<Source>,
 }
 
 /// The policy: built-ins plus the configured sources. Pure: evaluating has no side effects;
