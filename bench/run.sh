@@ -11,10 +11,10 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 if [ -z "${MAXX_BIN:-}" ]; then
-    (cd "$root" && cargo build --release --bin maxx)
+    (cd "$root" && cargo build --release --locked --bin maxx)
     MAXX_BIN="$root/target/release/maxx"
 fi
-cargo build --release --manifest-path "$here/Cargo.toml"
+cargo build --release --locked --manifest-path "$here/Cargo.toml"
 # Run a private copy, so a rebuild of target/release/maxx mid-run cannot swap binaries.
 tmp=$(mktemp -d /tmp/maxx-bench-bin.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT INT TERM

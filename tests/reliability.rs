@@ -598,7 +598,7 @@ fn secrets_never_reach_logs_files_or_responses() {
 #[test]
 fn another_user_cannot_connect() {
     if !nix::unistd::geteuid().is_root() {
-        eprintln!("skipped: needs root to run a client as nobody");
+        skip_or_fail("needs root to run a client as nobody");
         return;
     }
     let d = Daemon::start();
@@ -870,7 +870,9 @@ fn a_full_disk_refuses_mutations_loses_nothing_acknowledged_and_recovers() {
     let fs = match Tmpfs::mount(&ctl, "1m") {
         Ok(fs) => fs,
         Err(why) => {
-            eprintln!("skipped: needs root (CAP_SYS_ADMIN) to mount a tmpfs: {why}");
+            skip_or_fail(&format!(
+                "needs root (CAP_SYS_ADMIN) to mount a tmpfs: {why}"
+            ));
             return;
         }
     };

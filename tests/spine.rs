@@ -558,7 +558,7 @@ fn control_dir_must_be_ours_and_private() {
     }
     // A private (0700) dir that belongs to somebody else.
     if !nix::unistd::geteuid().is_root() {
-        eprintln!("skipped the other-owner case: needs root to chown a dir to nobody");
+        skip_or_fail("the other-owner case needs root to chown a dir to nobody");
         return;
     }
     let nobody = nix::unistd::User::from_name("nobody")

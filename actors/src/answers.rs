@@ -8,7 +8,7 @@
 //! [`Prepared::Ready`] answer); the few that need the full screen state at that byte (the
 //! cursor for CPR, the modes for DECRQM, the SGR and cursor style for DECRQSS) become a
 //! [`GridQuery`], answered by [`grid_answer`] once the grid has been fed exactly up to the
-//! query (`screen_model.rs` stops its feed there). A program that never asks costs nothing.
+//! query (`screen_model/` stops its feed there). A program that never asks costs nothing.
 //!
 //! `docs/terminal.md` lists every query with what maxx, xterm and tmux answer.
 

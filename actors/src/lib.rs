@@ -6,14 +6,14 @@
 //! ├── RegistryActor                   registry.rs          session table, ids, focus, group
 //! │                                                        counters, parent graph, record copies
 //! ├── PersistenceActor                persistence.rs       registry.json + journal, retention
-//! ├── PolicyActor                     policy.rs            (source, capability, target) -> decision
+//! ├── PolicyActor                     policy/              (source, capability, target) -> decision
 //! ├── BusActor                        bus.rs               process-wide cursor, ring, subscribers
 //! ├── SessionSupervisor               session_supervisor.rs  recovers a failed session's record
-//! │   └── SessionActor (one/session)  session/             PTY + child (pty.rs), record, audit
+//! │   └── SessionActor (one/session)  session/             PTY + child (pty/), record, audit
 //! │                                                        log, waits, watchers, runs; its
-//! │                                                        screen model (screen_model.rs:
+//! │                                                        screen model (screen_model/:
 //! │                                                        light pass screen.rs + backlog, fed
-//! │                                                        by the pump; grid.rs parsed lazily
+//! │                                                        by the pump; grid/ parsed lazily
 //! │                                                        off the drain path; the program's
 //! │                                                        terminal queries answered by
 //! │                                                        answers.rs)

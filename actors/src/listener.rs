@@ -1,6 +1,6 @@
 //! `Listener`: owns the bound `control.sock` and an accept loop. Each accepted stream
 //! gets one `ConnectionActor`, linked here. At most
-//! [`MAX_CONNECTIONS`](maxx_protocol::limits::MAX_CONNECTIONS) are served at once; beyond
+//! [`MAX_CONNECTIONS`] are served at once; beyond
 //! that, new clients wait in the kernel's accept queue. Long-lived requests (watches,
 //! attaches, waits, runs) may hold at most
 //! [`MAX_LONG_LIVED_CONNECTIONS`](maxx_protocol::limits::MAX_LONG_LIVED_CONNECTIONS) of those

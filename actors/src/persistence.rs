@@ -1346,7 +1346,8 @@ mod depth_tests {
         let mut stored = Stored::new(&view).unwrap();
         stored.audit.push(crate::audit_log::encode(&entry).unwrap());
         let records = HashMap::from([(view.session_id.clone(), stored)]);
-        let bytes = encode_fitting(&records, &[view.session_id.clone()], usize::MAX).unwrap();
+        let bytes =
+            encode_fitting(&records, std::slice::from_ref(&view.session_id), usize::MAX).unwrap();
         assert!(nesting_depth(&bytes) < SERDE_JSON_MAX_NESTING);
         let snap: Snapshot = serde_json::from_slice(&bytes).expect("the snapshot reads back");
         assert_eq!(snap.sessions[0].session.metadata["k"], v);

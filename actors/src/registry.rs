@@ -18,7 +18,7 @@ use crate::stats::Stats;
 use maxx_protocol::error::ErrorBody;
 use maxx_protocol::request::ListParams;
 use maxx_protocol::session::{Lifecycle, Outcome, SessionView, WorkflowState};
-use maxx_protocol::stream::{AllCondition, SourceKind, StreamEvent, STREAM_SCHEMA};
+use maxx_protocol::stream::{AllCondition, StreamEvent};
 use maxx_protocol::time::now_rfc3339;
 use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, RpcReplyPort};
 use serde::Serialize;
@@ -235,6 +235,25 @@ pub struct RegistryState {
 }
 
 impl RegistryState {
+    /// An empty table that keeps `retain` dormant records, not wired to the rest of the
+    /// daemon yet ([`RegistryMsg::Wire`]).
+    fn new(stats: Arc<Stats>, retain: usize) -> RegistryState {
+        RegistryState {
+            stats,
+            sessions: HashMap::new(),
+            order: BTreeMap::new(),
+            surfaces: HashMap::new(),
+            focused: None,
+            groups: HashMap::new(),
+            group_waiters: Vec::new(),
+            next_waiter: 0,
+            waker: None,
+            wakes: 0,
+            dormant: BTreeSet::new(),
+            retain,
+        }
+    }
+
     /// Move a record's contribution from its old group to its new one.
     fn index(&mut self, old: Option<&SessionView>, new: Option<&SessionView>) {
         if let Some(old) = old {
@@ -425,21 +444,8 @@ impl RegistryState {
 /// The mechanical event announcing that retention dropped a record.
 fn dropped_event(view: &SessionView, aged: bool) -> StreamEvent {
     StreamEvent {
-        schema: STREAM_SCHEMA,
-        cursor: 0,
-        seq: None,
-        source_kind: SourceKind::Maxx,
-        kind: "lifecycle".into(),
-        name: Some("dropped".into()),
-        source: "maxx".into(),
-        message: None,
         payload: Some(serde_json::json!({"reason": if aged { "age" } else { "count" }})),
-        created_at: now_rfc3339(),
-        resource_kind: "session".into(),
-        session_id: view.session_id.clone(),
-        surface_id: view.surface_id.clone(),
-        group: view.group.clone(),
-        pid: None,
+        ..StreamEvent::mechanical("dropped", view)
     }
 }
 
@@ -456,20 +462,7 @@ impl Actor for RegistryActor {
         _myself: ActorRef<RegistryMsg>,
         args: RegistryArgs,
     ) -> Result<RegistryState, ActorProcessingErr> {
-        Ok(RegistryState {
-            stats: args.stats,
-            sessions: HashMap::new(),
-            order: BTreeMap::new(),
-            surfaces: HashMap::new(),
-            focused: None,
-            groups: HashMap::new(),
-            group_waiters: Vec::new(),
-            next_waiter: 0,
-            waker: None,
-            wakes: 0,
-            dormant: BTreeSet::new(),
-            retain: args.retain,
-        })
+        Ok(RegistryState::new(args.stats, args.retain))
     }
 
     async fn handle(
@@ -727,5 +720,216 @@ impl Actor for RegistryActor {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The registry's bookkeeping without actors: group counters, the parent cycle check and
+    //! the order retention drops dormant records in. Self-contained (its own fixtures), so it
+    //! can move with the code it tests.
+
+    use super::*;
+    use serde_json::json;
+    use std::sync::atomic::Ordering;
+
+    fn view(id: &str, group: Option<&str>, lifecycle: &str) -> SessionView {
+        serde_json::from_value(json!({
+            "session_id": id, "surface_id": format!("surface-{id}"), "title": null,
+            "command": null, "cwd": "/", "status": null, "lifecycle": lifecycle,
+            "metadata": {}, "created_at": "2026-01-01T00:00:00.000Z",
+            "updated_at": "2026-01-01T00:00:00.000Z", "pid": null, "location": "tab",
+            "focused": false, "restart_count": 0, "cols": 80, "rows": 24, "group": group
+        }))
+        .unwrap()
+    }
+
+    fn declared(mut v: SessionView, state: WorkflowState) -> SessionView {
+        v.workflow_state = Some(state);
+        v
+    }
+
+    fn with_parent(mut v: SessionView, parent: &str) -> SessionView {
+        v.parent_id = Some(parent.into());
+        v
+    }
+
+    /// Add a record as `Register` does (no actor); `dormant_at` also files it as dormant,
+    /// as `Retire` does.
+    fn add(state: &mut RegistryState, v: SessionView, dormant_at: Option<SystemTime>) {
+        let id = v.session_id.clone();
+        state.surfaces.insert(v.surface_id.clone(), id.clone());
+        state.index(None, Some(&v));
+        let seq = state.order.last_key_value().map_or(0, |(k, _)| k + 1);
+        state.order.insert(seq, id.clone());
+        Stats::add(&state.stats.records, 1);
+        if let Some(at) = dormant_at {
+            state.dormant.insert((at, id.clone()));
+        }
+        state.sessions.insert(
+            id,
+            Entry {
+                view: Box::new(v),
+                actor: None,
+                dormant: None,
+                dormant_at,
+                seq,
+            },
+        );
+    }
+
+    fn state(retain: usize) -> RegistryState {
+        RegistryState::new(Arc::new(Stats::default()), retain)
+    }
+
+    #[test]
+    fn group_counters_follow_lifecycle_and_declared_state() {
+        let mut idx = GroupIndex::default();
+        let running = view("a", Some("g"), "running");
+        let backoff = declared(view("b", Some("g"), "backoff"), WorkflowState::Running);
+        let exited = declared(view("c", Some("g"), "exited"), WorkflowState::Complete);
+        for v in [&running, &backoff, &exited] {
+            idx.apply(v, 1);
+        }
+        assert_eq!(idx.members.len(), 3);
+        // A member in backoff will run again: it counts as running.
+        assert_eq!(idx.running, 2);
+        assert!(!idx.satisfied(&AllCondition::Exited));
+        assert!(!idx.satisfied(&AllCondition::Idle));
+        assert!(!idx.satisfied(&AllCondition::Declared(WorkflowState::Complete)));
+
+        idx.apply(&running, -1);
+        idx.apply(&backoff, -1);
+        assert_eq!(idx.running, 0);
+        assert!(idx.satisfied(&AllCondition::Exited));
+        assert!(idx.satisfied(&AllCondition::Idle));
+        assert!(idx.satisfied(&AllCondition::Declared(WorkflowState::Complete)));
+        assert!(!idx.satisfied(&AllCondition::Declared(WorkflowState::Failed)));
+
+        // Removing more than was added never wraps a counter below zero.
+        idx.apply(&running, -1);
+        assert_eq!(idx.running, 0);
+    }
+
+    #[test]
+    fn index_moves_a_member_between_groups_and_forgets_an_empty_group() {
+        let mut s = state(10);
+        let old = view("a", Some("g1"), "running");
+        s.index(None, Some(&old));
+        assert!(!s.group_satisfied("g1", &AllCondition::Exited));
+
+        let mut new = old.clone();
+        new.group = Some("g2".into());
+        new.lifecycle = Lifecycle::Exited;
+        s.index(Some(&old), Some(&new));
+        assert!(!s.groups.contains_key("g1"));
+        assert_eq!(s.groups["g2"].members.len(), 1);
+        assert_eq!(s.groups["g2"].running, 0);
+        // An empty or unknown group meets every condition.
+        assert!(s.group_satisfied("g1", &AllCondition::Exited));
+        assert!(s.group_satisfied("nobody", &AllCondition::Declared(WorkflowState::Failed)));
+        assert!(s.group_satisfied("g2", &AllCondition::Exited));
+
+        s.index(Some(&new), None);
+        assert!(s.groups.is_empty());
+    }
+
+    #[test]
+    fn parent_edges_that_would_close_a_cycle_are_found() {
+        let mut s = state(10);
+        // root <- mid <- leaf
+        add(&mut s, view("root", None, "running"), None);
+        add(
+            &mut s,
+            with_parent(view("mid", None, "running"), "root"),
+            None,
+        );
+        add(
+            &mut s,
+            with_parent(view("leaf", None, "running"), "mid"),
+            None,
+        );
+        add(&mut s, view("other", None, "running"), None);
+
+        assert!(
+            s.would_cycle("root", "root"),
+            "a session is not its own parent"
+        );
+        assert!(
+            s.would_cycle("root", "leaf"),
+            "an ancestor under its descendant"
+        );
+        assert!(s.would_cycle("mid", "leaf"));
+        assert!(
+            !s.would_cycle("leaf", "root"),
+            "re-parenting down the chain is fine"
+        );
+        assert!(!s.would_cycle("other", "leaf"));
+        assert!(!s.would_cycle("root", "other"));
+        // A parent that is not a record ends the walk.
+        assert!(!s.would_cycle("root", "gone"));
+
+        // A cycle already in the table (never made by the registry) still ends the walk.
+        add(&mut s, with_parent(view("x", None, "running"), "y"), None);
+        add(&mut s, with_parent(view("y", None, "running"), "x"), None);
+        assert!(s.would_cycle("other", "x"));
+    }
+
+    #[test]
+    fn retention_drops_the_oldest_dormant_records_first_and_never_a_live_one() {
+        let now = SystemTime::now();
+        let at = |mins: u64| now - Duration::from_secs(60 * mins);
+        let mut s = state(2);
+        // A live record older than every dormant one.
+        add(&mut s, view("live", Some("g"), "running"), None);
+        // Filed out of order: retention goes by last activity, not by creation.
+        add(&mut s, view("d3", Some("g"), "closed"), Some(at(3)));
+        add(&mut s, view("d1", Some("g"), "closed"), Some(at(5)));
+        add(&mut s, view("d4", Some("g"), "closed"), Some(at(1)));
+        add(&mut s, view("d2", Some("g"), "closed"), Some(at(4)));
+        s.focused = Some("d1".into());
+
+        s.enforce_retention(now);
+
+        let mut kept: Vec<&str> = s.sessions.keys().map(String::as_str).collect();
+        kept.sort_unstable();
+        assert_eq!(kept, ["d3", "d4", "live"]);
+        assert_eq!(
+            s.order.values().map(String::as_str).collect::<Vec<_>>(),
+            ["live", "d3", "d4"],
+            "creation order of what is kept"
+        );
+        assert_eq!(
+            s.dormant
+                .iter()
+                .map(|(_, id)| id.as_str())
+                .collect::<Vec<_>>(),
+            ["d3", "d4"],
+            "oldest first"
+        );
+        assert!(!s.surfaces.contains_key("surface-d1"));
+        assert_eq!(s.focused, None, "a dropped record loses the focus");
+        assert_eq!(s.groups["g"].members.len(), 3);
+        assert_eq!(s.stats.records.load(Ordering::Relaxed), 3);
+        assert_eq!(s.stats.records_dropped.load(Ordering::Relaxed), 2);
+
+        // Within the cap nothing more goes.
+        s.enforce_retention(now);
+        assert_eq!(s.sessions.len(), 3);
+    }
+
+    #[test]
+    fn retention_drops_an_aged_dormant_record_under_the_cap() {
+        let now = SystemTime::now();
+        let mut s = state(10);
+        let old = now - RETENTION_AGE - Duration::from_secs(1);
+        add(&mut s, view("aged", None, "closed"), Some(old));
+        add(&mut s, view("fresh", None, "closed"), Some(now));
+        add(&mut s, view("live", None, "running"), None);
+        s.enforce_retention(now);
+        let mut kept: Vec<&str> = s.sessions.keys().map(String::as_str).collect();
+        kept.sort_unstable();
+        assert_eq!(kept, ["fresh", "live"]);
+        assert_eq!(s.stats.records_dropped.load(Ordering::Relaxed), 1);
     }
 }

@@ -50,7 +50,8 @@ pub struct RootArgs {
 /// No messages besides supervision events.
 pub enum RootMsg {}
 
-/// Why the root stopped, when it stopped on its own.
+/// The root keeps no state of its own: its children hold everything, and why it stopped
+/// travels as the actor's stop reason.
 pub struct RootState;
 
 impl Actor for RootSupervisor {

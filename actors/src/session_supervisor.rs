@@ -16,7 +16,7 @@ use crate::persistence::PersistMsg;
 use crate::registry::RegistryMsg;
 use crate::session::{SessionActor, SessionArgs, SessionStart, SpawnContext};
 use maxx_protocol::session::Lifecycle;
-use maxx_protocol::stream::{SourceKind, StreamEvent, STREAM_SCHEMA};
+use maxx_protocol::stream::StreamEvent;
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use std::sync::Arc;
 use std::time::Duration;
@@ -101,21 +101,8 @@ impl Actor for SessionSupervisor {
         v.pid = None;
         v.next_restart_at = None;
         let _ = state.bus.cast(BusMsg::Publish(Box::new(StreamEvent {
-            schema: STREAM_SCHEMA,
-            cursor: 0,
-            seq: None,
-            source_kind: SourceKind::Maxx,
-            kind: "lifecycle".into(),
-            name: Some("failed".into()),
-            source: "maxx".into(),
             message: Some(reason),
-            payload: None,
-            created_at: maxx_protocol::time::now_rfc3339(),
-            resource_kind: "session".into(),
-            session_id: session_id.clone(),
-            surface_id: v.surface_id.clone(),
-            group: v.group.clone(),
-            pid: None,
+            ..StreamEvent::mechanical("failed", v)
         })));
         let args = SessionArgs {
             session_id: session_id.clone(),

@@ -1,6 +1,9 @@
 //! The structured event stream: the envelope every `stream.watch` line and `stream.wait`
 //! match carries, and the stream verbs' params.
 
+use crate::audit::{AuditEntry, AuditKind};
+use crate::session::SessionView;
+use crate::time::now_rfc3339;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -52,6 +55,60 @@ pub struct StreamEvent {
     pub group: Option<String>,
     /// Foreground process group of the PTY at the time, if any.
     pub pid: Option<i32>,
+}
+
+impl StreamEvent {
+    /// A mechanical fact maxx observed about a session (`source_kind`/`source` `maxx`, `kind`
+    /// `lifecycle`), named `name` (`created`, `exited`, `failed`, `dropped`, ...), stamped now,
+    /// with the session's ids and group and no message, payload or pid. The bus assigns the
+    /// cursor. Set the rest with struct update syntax:
+    /// `StreamEvent { payload: Some(p), ..StreamEvent::mechanical("dropped", view) }`.
+    pub fn mechanical(name: &str, view: &SessionView) -> StreamEvent {
+        StreamEvent {
+            schema: STREAM_SCHEMA,
+            cursor: 0,
+            seq: None,
+            source_kind: SourceKind::Maxx,
+            kind: AuditKind::Lifecycle.as_str().to_string(),
+            name: Some(name.to_string()),
+            source: "maxx".into(),
+            message: None,
+            payload: None,
+            created_at: now_rfc3339(),
+            resource_kind: "session".into(),
+            session_id: view.session_id.clone(),
+            surface_id: view.surface_id.clone(),
+            group: view.group.clone(),
+            pid: None,
+        }
+    }
+
+    /// The bus's copy of an audit entry: same seq, kind, name, source, message, payload, time
+    /// and pid; `source_kind` `maxx` for a `lifecycle` entry, `agent` for a declaration. `group`
+    /// is the session's group when it was recorded (the entry does not carry one).
+    pub fn audited(entry: &AuditEntry, group: Option<String>) -> StreamEvent {
+        StreamEvent {
+            schema: STREAM_SCHEMA,
+            cursor: 0,
+            seq: Some(entry.seq),
+            source_kind: if entry.kind == AuditKind::Lifecycle {
+                SourceKind::Maxx
+            } else {
+                SourceKind::Agent
+            },
+            kind: entry.kind.as_str().to_string(),
+            name: entry.name.clone(),
+            source: entry.source.clone(),
+            message: entry.message.clone(),
+            payload: entry.payload.clone(),
+            created_at: entry.created_at.clone(),
+            resource_kind: "session".into(),
+            session_id: entry.session_id.clone(),
+            surface_id: entry.surface_id.clone(),
+            group,
+            pid: entry.pid,
+        }
+    }
 }
 
 /// Which events a stream follows. Empty = everything.
@@ -106,5 +163,75 @@ impl AllCondition {
                 )),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn view() -> SessionView {
+        serde_json::from_value(json!({
+            "session_id": "s1", "surface_id": "f1", "title": null, "command": null, "cwd": "/",
+            "status": null, "lifecycle": "running", "metadata": {}, "created_at": "t",
+            "updated_at": "t", "pid": 9, "location": "tab", "focused": false,
+            "restart_count": 0, "cols": 80, "rows": 24, "group": "g"
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_mechanical_event_is_maxx_lifecycle_with_the_sessions_ids() {
+        let mut e = serde_json::to_value(StreamEvent {
+            payload: Some(json!({"reason": "count"})),
+            ..StreamEvent::mechanical("dropped", &view())
+        })
+        .unwrap();
+        assert!(e["created_at"].as_str().unwrap().ends_with('Z'));
+        e["created_at"] = json!("T");
+        assert_eq!(
+            e,
+            json!({
+                "schema": 1, "cursor": 0, "source_kind": "maxx", "kind": "lifecycle",
+                "name": "dropped", "source": "maxx", "message": null,
+                "payload": {"reason": "count"}, "created_at": "T", "resource_kind": "session",
+                "session_id": "s1", "surface_id": "f1", "group": "g", "pid": null
+            })
+        );
+    }
+
+    #[test]
+    fn an_audited_event_copies_the_entry() {
+        let entry = AuditEntry {
+            seq: 7,
+            kind: AuditKind::Event,
+            name: Some("built".into()),
+            message: Some("m".into()),
+            payload: Some(json!(1)),
+            source: "agent-x".into(),
+            created_at: "T".into(),
+            session_id: "s1".into(),
+            surface_id: "f1".into(),
+            pid: Some(42),
+        };
+        let e = StreamEvent::audited(&entry, Some("g".into()));
+        assert_eq!(
+            serde_json::to_value(&e).unwrap(),
+            json!({
+                "schema": 1, "cursor": 0, "seq": 7, "source_kind": "agent", "kind": "event",
+                "name": "built", "source": "agent-x", "message": "m", "payload": 1,
+                "created_at": "T", "resource_kind": "session", "session_id": "s1",
+                "surface_id": "f1", "group": "g", "pid": 42
+            })
+        );
+        let lifecycle = AuditEntry {
+            kind: AuditKind::Lifecycle,
+            ..entry
+        };
+        assert_eq!(
+            StreamEvent::audited(&lifecycle, None).source_kind,
+            SourceKind::Maxx
+        );
     }
 }

@@ -10,6 +10,9 @@
 //! - [`stream`]: `maxx stream` and `maxx event`.
 //! - [`admin`]: `maxx daemon`, `maxx policy`, `maxx profiles`.
 //! - [`human`]: the human views `maxx ls`, `maxx status`, `maxx attach`.
+// clap prints these doc comments as --help text, where <uid> and <state> are placeholders,
+// not HTML.
+#![allow(rustdoc::invalid_html_tags)]
 
 mod admin;
 mod declare;

@@ -1,4 +1,7 @@
 //! `maxx stream` (the process-wide event stream) and `maxx event`.
+// clap prints these doc comments as --help text, where <uid> and <state> are placeholders,
+// not HTML.
+#![allow(rustdoc::invalid_html_tags)]
 
 use super::duration;
 use clap::{Args, Subcommand};

@@ -18,6 +18,22 @@ pub fn maxx_bin() -> &'static str {
     env!("CARGO_BIN_EXE_maxx")
 }
 
+/// The variable that lets a test skip a check this machine cannot run (one that needs root).
+/// CI runs as root and never sets it, so there a check that cannot run is a failure, not a
+/// silent pass.
+pub const ALLOW_SKIP: &str = "MAXX_TEST_ALLOW_SKIP";
+
+/// Say why a check cannot run here. With `MAXX_TEST_ALLOW_SKIP=1` that is a skip (the caller
+/// returns after this); without it the test fails with the reason.
+#[track_caller]
+pub fn skip_or_fail(why: &str) {
+    if std::env::var_os(ALLOW_SKIP).is_some_and(|v| v == "1") {
+        eprintln!("skipped: {why}");
+    } else {
+        panic!("cannot run here: {why} (set {ALLOW_SKIP}=1 to let it skip)");
+    }
+}
+
 /// Poll `cond` until it returns Some or the deadline passes.
 pub fn wait_for<T>(what: &str, timeout: Duration, mut cond: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + timeout;

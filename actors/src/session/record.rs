@@ -11,7 +11,7 @@ use maxx_protocol::audit::{AuditEntry, AuditKind};
 use maxx_protocol::error::ErrorBody;
 use maxx_protocol::request::Declaration;
 use maxx_protocol::session::SessionView;
-use maxx_protocol::stream::{SourceKind, StreamEvent, STREAM_SCHEMA};
+use maxx_protocol::stream::StreamEvent;
 use maxx_protocol::time::now_rfc3339;
 use ractor::RpcReplyPort;
 use serde_json::{Map, Value};
@@ -107,28 +107,10 @@ impl SessionState {
             });
         }
         self.broadcast(WatchLine::Event(Box::new(entry.clone())));
-        let source_kind = if kind == AuditKind::Lifecycle {
-            SourceKind::Maxx
-        } else {
-            SourceKind::Agent
-        };
-        let _ = self.bus.cast(BusMsg::Publish(Box::new(StreamEvent {
-            schema: STREAM_SCHEMA,
-            cursor: 0,
-            seq: Some(entry.seq),
-            source_kind,
-            kind: kind.as_str().to_string(),
-            name: entry.name.clone(),
-            source: entry.source.clone(),
-            message: entry.message.clone(),
-            payload: entry.payload.clone(),
-            created_at: entry.created_at.clone(),
-            resource_kind: "session".into(),
-            session_id: entry.session_id.clone(),
-            surface_id: entry.surface_id.clone(),
-            group: self.view.group.clone(),
-            pid: entry.pid,
-        })));
+        let _ = self.bus.cast(BusMsg::Publish(Box::new(StreamEvent::audited(
+            &entry,
+            self.view.group.clone(),
+        ))));
         entry
     }
 
@@ -140,21 +122,10 @@ impl SessionState {
     /// [`Self::mechanical`] with an explicit group (the affected one for joins/leaves).
     pub(super) fn mechanical_in(&self, name: &str, payload: Option<Value>, group: Option<String>) {
         let _ = self.bus.cast(BusMsg::Publish(Box::new(StreamEvent {
-            schema: STREAM_SCHEMA,
-            cursor: 0,
-            seq: None,
-            source_kind: SourceKind::Maxx,
-            kind: "lifecycle".into(),
-            name: Some(name.to_string()),
-            source: "maxx".into(),
-            message: None,
             payload,
-            created_at: now_rfc3339(),
-            resource_kind: "session".into(),
-            session_id: self.view.session_id.clone(),
-            surface_id: self.view.surface_id.clone(),
             group,
             pid: self.pty.as_ref().and_then(Pty::foreground_pgrp),
+            ..StreamEvent::mechanical(name, &self.view)
         })));
     }
 

@@ -13,17 +13,27 @@
 //! kernel's PTY buffer pushes back on the child — memory never grows without bound.
 //! Input is queued to the pump and written when the master is writable, so a child that
 //! does not read its input can never block the actor.
+//!
+//! Layout: this file holds [`Pty`] and its pump; `spawn.rs` starts the child on the tty;
+//! `group.rs` ends the session's process group and tracks the groups still being ended.
+
+mod group;
+mod spawn;
+
+pub use group::wait_for_reapers;
+
+use group::{end_group, parent_pid, Reaper};
+use spawn::{set_iutf8, spawn_on_tty};
 
 use crate::screen::ScreenEvent;
 use crate::screen_model::{Drained, ScreenModel};
 use nix::sys::signal::{killpg, Signal};
-use nix::sys::wait::{waitid, waitpid, Id, WaitPidFlag, WaitStatus};
+use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
-use portable_pty::{native_pty_system, CommandBuilder, MasterPty, PtySize};
+use portable_pty::{native_pty_system, MasterPty, PtySize};
 use std::collections::VecDeque;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::io::unix::AsyncFd;
@@ -297,376 +307,6 @@ impl Drop for Pty {
     }
 }
 
-/// End a session's whole process group (the child is a session leader, so its pid is the
-/// group's id): SIGHUP, SIGTERM and SIGCONT (so a stopped member sees them) to the group;
-/// once the leader has exited, or after [`KILL_GRACE`] if it ignores them, SIGKILL to the
-/// group; then reap the leader. The leader is reaped only after that SIGKILL ([`Pty::reap`]
-/// leaves it a zombie), so the group id cannot have been reused by another process when
-/// it is signalled. What escapes: a process that left the group (`setsid`, `setpgid`, a
-/// job-control shell's jobs) — the kernel offers no handle on "everything this session
-/// started" short of a cgroup.
-fn end_group(pid: u32, exited: bool, group: Option<Reaper>) {
-    let pid = Pid::from_raw(pid as i32);
-    for sig in [Signal::SIGHUP, Signal::SIGTERM, Signal::SIGCONT] {
-        let _ = killpg(pid, sig);
-    }
-    let kill_and_reap = move || {
-        let _ = killpg(pid, Signal::SIGKILL);
-        let _ = waitpid(pid, None);
-    };
-    let Ok(handle) = tokio::runtime::Handle::try_current() else {
-        kill_and_reap();
-        return;
-    };
-    // The pidfd (it works on a zombie too) says when the leader has exited, so reaping never
-    // blocks a thread: no blocking-pool thread per closed session.
-    let Ok(pidfd) = pidfd_open(pid.as_raw() as u32).and_then(register) else {
-        kill_and_reap();
-        return;
-    };
-    handle.spawn(async move {
-        // Unregistered once the group is ended and its leader reaped.
-        let _group = group;
-        // A leader that already exited has nothing left to wait for: what it left in its
-        // group is killed at once (nothing tells when such stragglers are done).
-        if !exited {
-            let _ = tokio::time::timeout(KILL_GRACE, pidfd.readable()).await;
-        }
-        let _ = killpg(pid, Signal::SIGKILL);
-        let _ = tokio::time::timeout(KILL_GRACE, pidfd.readable()).await;
-        if matches!(
-            waitpid(pid, Some(WaitPidFlag::WNOHANG)),
-            Ok(WaitStatus::StillAlive)
-        ) {
-            // Not gone 2 s after SIGKILL (stuck in the kernel): reap it off the runtime.
-            let _ = tokio::task::spawn_blocking(move || waitpid(pid, None)).await;
-        }
-    });
-}
-
-/// Process groups still being ended (by their leader's pid, which is their id); a stopping
-/// daemon waits for them ([`wait_for_reapers`]).
-static REAPERS: std::sync::Mutex<Vec<i32>> = std::sync::Mutex::new(Vec::new());
-static REAPERS_DONE: tokio::sync::Notify = tokio::sync::Notify::const_new();
-
-fn reapers() -> std::sync::MutexGuard<'static, Vec<i32>> {
-    REAPERS.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-struct Reaper(i32);
-
-impl Reaper {
-    fn new(pid: Pid) -> Reaper {
-        reapers().push(pid.as_raw());
-        Reaper(pid.as_raw())
-    }
-}
-
-impl Drop for Reaper {
-    fn drop(&mut self) {
-        let mut pending = reapers();
-        if let Some(i) = pending.iter().position(|p| *p == self.0) {
-            pending.swap_remove(i);
-        }
-        if pending.is_empty() {
-            REAPERS_DONE.notify_waiters();
-        }
-    }
-}
-
-/// Wait (at most `limit`) until every session's process group that is being ended has been
-/// killed and its leader reaped, so a clean daemon stop leaves no session's program behind.
-/// Groups still pending after `limit` (a loaded machine) are sent SIGKILL at once.
-pub async fn wait_for_reapers(limit: std::time::Duration) {
-    let waited = tokio::time::timeout(limit, async {
-        loop {
-            let notified = REAPERS_DONE.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if reapers().is_empty() {
-                return;
-            }
-            notified.await;
-        }
-    })
-    .await;
-    if waited.is_err() {
-        for pid in reapers().iter() {
-            // Their leaders are not reaped yet, so these ids are still theirs.
-            let _ = killpg(Pid::from_raw(*pid), Signal::SIGKILL);
-        }
-    }
-}
-
-/// The parent of `pid`, from `/proc/<pid>/stat` (field 4, after the command name, which may
-/// hold spaces and parentheses).
-fn parent_pid(pid: i32) -> Option<i32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after_name = &stat[stat.rfind(')')? + 1..];
-    after_name.split_whitespace().nth(1)?.parse().ok()
-}
-
-/// Turn on `IUTF8` in the terminal's input modes before the child starts, as tmux and other
-/// terminals do: the line discipline then knows characters are UTF-8, so in cooked mode
-/// Backspace erases a whole `é` or `日`, not its last byte. On Linux the master's termios
-/// calls act on the slave.
-fn set_iutf8(master: RawFd) -> io::Result<()> {
-    // SAFETY: a zeroed termios is a valid out-parameter that tcgetattr fills.
-    let mut t: libc::termios = unsafe { std::mem::zeroed() };
-    // SAFETY: `master` is an open PTY master fd and `t` outlives both calls.
-    if unsafe { libc::tcgetattr(master, &mut t) } != 0 {
-        return Err(io::Error::other(format!(
-            "tcgetattr: {}",
-            io::Error::last_os_error()
-        )));
-    }
-    t.c_iflag |= libc::IUTF8;
-    // SAFETY: as above.
-    if unsafe { libc::tcsetattr(master, libc::TCSANOW, &t) } != 0 {
-        return Err(io::Error::other(format!(
-            "tcsetattr: {}",
-            io::Error::last_os_error()
-        )));
-    }
-    Ok(())
-}
-
-/// Start the child as a session leader whose controlling terminal is the PTY at `tty`;
-/// returns its pid.
-///
-/// `posix_spawn`, not `fork`: glibc spawns with `clone(CLONE_VM | CLONE_VFORK)`, so the
-/// daemon's page tables are never copied (a fork's `copy_page_range` grows with the daemon's
-/// mapped memory and was 12% of the daemon's CPU under load) and no Rust code runs in the
-/// child. In the child, in glibc's order: signal dispositions back to their defaults,
-/// `setsid`, then the file actions — `chdir`, the slave opened on fd 0 (a session leader
-/// without a terminal that opens one without `O_NOCTTY` acquires it as its controlling
-/// terminal) and duplicated to 1 and 2, every other descriptor closed (`closefrom(3)`: O(1)
-/// however many sessions are open) — then an empty signal mask and `execve`. A failure of
-/// any step comes back as the return value.
-fn spawn_on_tty(spec: &SpawnSpec, tty: &std::path::Path) -> io::Result<u32> {
-    let (program, argv) = match &spec.command {
-        Some(command) => (
-            "/bin/sh".to_string(),
-            vec!["/bin/sh".to_string(), "-c".to_string(), command.clone()],
-        ),
-        None => {
-            // A login shell, as a terminal would start it: argv[0] is "-<name>".
-            let shell = CommandBuilder::new_default_prog().get_shell();
-            let name = shell.rsplit('/').next().unwrap_or("sh").to_string();
-            (shell, vec![format!("-{name}")])
-        }
-    };
-    let program = cstring(program.into_bytes())?;
-    let argv = argv
-        .into_iter()
-        .map(|a| cstring(a.into_bytes()))
-        .collect::<io::Result<Vec<_>>>()?;
-    let envp = child_env(&spec.env)?;
-    let cwd = cstring(spec.cwd.as_os_str().as_bytes().to_vec())?;
-    let tty = cstring(tty.as_os_str().as_bytes().to_vec())?;
-    let actions = spawn::FileActions::new()?;
-    actions.chdir(&cwd)?;
-    actions.open(0, &tty, libc::O_RDWR)?;
-    actions.dup2(0, 1)?;
-    actions.dup2(0, 2)?;
-    actions.close_from(3)?;
-    let attr = spawn::Attr::new()?;
-    attr.session_leader_with_default_signals()?;
-    spawn::spawn(&program, &actions, &attr, &argv, &envp)
-        .map_err(|e| io::Error::new(e.kind(), format!("spawn: {e}")))
-}
-
-fn cstring(bytes: Vec<u8>) -> io::Result<std::ffi::CString> {
-    std::ffi::CString::new(bytes).map_err(|_| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "a NUL byte in a spawn argument",
-        )
-    })
-}
-
-/// The daemon's environment with `extra` applied in order (later entries win), as
-/// `KEY=value` strings.
-fn child_env(extra: &[(String, String)]) -> io::Result<Vec<std::ffi::CString>> {
-    let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os().collect();
-    for (key, value) in extra {
-        let value = std::ffi::OsString::from(value);
-        match env.iter_mut().find(|(k, _)| k.as_bytes() == key.as_bytes()) {
-            Some(slot) => slot.1 = value,
-            None => env.push((key.into(), value)),
-        }
-    }
-    env.into_iter()
-        .map(|(k, v)| {
-            let mut kv = k.into_vec();
-            kv.push(b'=');
-            kv.extend_from_slice(v.as_bytes());
-            cstring(kv)
-        })
-        .collect()
-}
-
-/// Owned wrappers over glibc's `posix_spawn` objects (nix's lack `POSIX_SPAWN_SETSID`,
-/// `addchdir_np` and `addclosefrom_np`).
-mod spawn {
-    use std::ffi::CString;
-    use std::io;
-    use std::mem::MaybeUninit;
-
-    fn check(rc: libc::c_int) -> io::Result<()> {
-        if rc == 0 {
-            Ok(())
-        } else {
-            Err(io::Error::from_raw_os_error(rc))
-        }
-    }
-
-    /// A glibc object on the heap (so it never moves while glibc holds pointers into it),
-    /// set up by its `init` and torn down by its `destroy`.
-    struct Object<T> {
-        ptr: *mut T,
-        destroy: unsafe extern "C" fn(*mut T) -> libc::c_int,
-    }
-
-    impl<T> Object<T> {
-        fn new(
-            init: unsafe extern "C" fn(*mut T) -> libc::c_int,
-            destroy: unsafe extern "C" fn(*mut T) -> libc::c_int,
-        ) -> io::Result<Self> {
-            let ptr = Box::into_raw(Box::new(MaybeUninit::<T>::uninit())).cast::<T>();
-            // SAFETY: `ptr` is valid for writes; init fills the object.
-            if let Err(e) = check(unsafe { init(ptr) }) {
-                // SAFETY: allocated just above as a MaybeUninit<T>; never initialised.
-                drop(unsafe { Box::from_raw(ptr.cast::<MaybeUninit<T>>()) });
-                return Err(e);
-            }
-            Ok(Self { ptr, destroy })
-        }
-    }
-
-    impl<T> Drop for Object<T> {
-        fn drop(&mut self) {
-            // SAFETY: initialised in `new`, destroyed once, then its allocation freed.
-            unsafe {
-                (self.destroy)(self.ptr);
-                drop(Box::from_raw(self.ptr.cast::<MaybeUninit<T>>()));
-            }
-        }
-    }
-
-    pub struct FileActions(Object<libc::posix_spawn_file_actions_t>);
-
-    impl FileActions {
-        pub fn new() -> io::Result<Self> {
-            Object::new(
-                libc::posix_spawn_file_actions_init,
-                libc::posix_spawn_file_actions_destroy,
-            )
-            .map(Self)
-        }
-
-        fn ptr(&self) -> *mut libc::posix_spawn_file_actions_t {
-            self.0.ptr
-        }
-
-        pub fn chdir(&self, dir: &CString) -> io::Result<()> {
-            // SAFETY: a valid object and a NUL-terminated path glibc copies.
-            check(unsafe { libc::posix_spawn_file_actions_addchdir_np(self.ptr(), dir.as_ptr()) })
-        }
-
-        pub fn open(&self, fd: libc::c_int, path: &CString, flags: libc::c_int) -> io::Result<()> {
-            // SAFETY: as above.
-            check(unsafe {
-                libc::posix_spawn_file_actions_addopen(self.ptr(), fd, path.as_ptr(), flags, 0)
-            })
-        }
-
-        pub fn dup2(&self, fd: libc::c_int, to: libc::c_int) -> io::Result<()> {
-            // SAFETY: a valid object.
-            check(unsafe { libc::posix_spawn_file_actions_adddup2(self.ptr(), fd, to) })
-        }
-
-        pub fn close_from(&self, fd: libc::c_int) -> io::Result<()> {
-            // SAFETY: a valid object.
-            check(unsafe { libc::posix_spawn_file_actions_addclosefrom_np(self.ptr(), fd) })
-        }
-    }
-
-    pub struct Attr(Object<libc::posix_spawnattr_t>);
-
-    impl Attr {
-        pub fn new() -> io::Result<Self> {
-            Object::new(libc::posix_spawnattr_init, libc::posix_spawnattr_destroy).map(Self)
-        }
-
-        fn ptr(&self) -> *mut libc::posix_spawnattr_t {
-            self.0.ptr
-        }
-
-        /// `setsid` in the child, every signal's disposition back to the default (the
-        /// daemon ignores SIGPIPE, a terminal's program must not inherit that) and an empty
-        /// signal mask.
-        pub fn session_leader_with_default_signals(&self) -> io::Result<()> {
-            // SAFETY: sigset functions on local sets, then setters on a valid object.
-            unsafe {
-                let mut all = MaybeUninit::<libc::sigset_t>::uninit();
-                libc::sigfillset(all.as_mut_ptr());
-                let mut none = MaybeUninit::<libc::sigset_t>::uninit();
-                libc::sigemptyset(none.as_mut_ptr());
-                check(libc::posix_spawnattr_setsigdefault(
-                    self.ptr(),
-                    all.as_ptr(),
-                ))?;
-                check(libc::posix_spawnattr_setsigmask(self.ptr(), none.as_ptr()))?;
-                let flags = libc::POSIX_SPAWN_SETSID
-                    | libc::POSIX_SPAWN_SETSIGDEF as libc::c_short
-                    | libc::POSIX_SPAWN_SETSIGMASK as libc::c_short;
-                check(libc::posix_spawnattr_setflags(self.ptr(), flags))
-            }
-        }
-    }
-
-    /// `posix_spawn` (or `posix_spawnp` for a bare program name); returns the child's pid.
-    pub fn spawn(
-        program: &CString,
-        actions: &FileActions,
-        attr: &Attr,
-        argv: &[CString],
-        envp: &[CString],
-    ) -> io::Result<u32> {
-        // NULL-terminated arrays of pointers into the CStrings, which outlive the call.
-        let c_array = |strings: &[CString]| -> Vec<*mut libc::c_char> {
-            strings
-                .iter()
-                .map(|a| a.as_ptr().cast_mut())
-                .chain(std::iter::once(std::ptr::null_mut()))
-                .collect()
-        };
-        let (argv, envp) = (c_array(argv), c_array(envp));
-        let mut pid: libc::pid_t = 0;
-        // A bare program name is searched on PATH, as a shell would.
-        let call = if program.as_bytes().contains(&b'/') {
-            libc::posix_spawn
-        } else {
-            libc::posix_spawnp
-        };
-        // SAFETY: every pointer is valid and NUL-terminated for the call's duration; glibc
-        // does not write through argv/envp.
-        let rc = unsafe {
-            call(
-                &mut pid,
-                program.as_ptr(),
-                actions.ptr(),
-                attr.ptr(),
-                argv.as_ptr(),
-                envp.as_ptr(),
-            )
-        };
-        check(rc)?;
-        Ok(pid as u32)
-    }
-}
-
 fn dup_nonblocking(fd: RawFd) -> io::Result<OwnedFd> {
     // SAFETY: fcntl on a valid fd; the result is a new fd we own.
     let dup = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
@@ -685,13 +325,13 @@ fn dup_nonblocking(fd: RawFd) -> io::Result<OwnedFd> {
 }
 
 /// Register an owned descriptor with tokio's reactor.
-fn register(fd: OwnedFd) -> io::Result<AsyncFd<OwnedFd>> {
+pub(super) fn register(fd: OwnedFd) -> io::Result<AsyncFd<OwnedFd>> {
     // SAFETY: the OwnedFd is moved into the AsyncFd, which keeps it open (and is the only
     // owner) until it deregisters and drops it.
     unsafe { AsyncFd::register(fd).map_err(io::Error::from) }
 }
 
-fn pidfd_open(pid: u32) -> io::Result<OwnedFd> {
+pub(super) fn pidfd_open(pid: u32) -> io::Result<OwnedFd> {
     // SAFETY: plain syscall; returns a new fd or -1.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
     if fd < 0 {
@@ -907,6 +547,7 @@ async fn pump<F>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nix::sys::wait::waitpid;
 
     fn tty() -> (Box<dyn MasterPty + Send>, PathBuf) {
         let pair = native_pty_system()

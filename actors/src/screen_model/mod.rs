@@ -20,7 +20,7 @@
 //! - by a reader (`snapshot`, `dump`, `inspect`, the first check of a text wait, `attach`)
 //!   that needs it now, synchronously, a slice at a time;
 //! - by the [`pool`] of grid workers while text waits or runs are pending (they also match
-//!   the patterns against the rows that changed, at most every [`MATCH_INTERVAL`] while
+//!   the patterns against the rows that changed, at most every `MATCH_INTERVAL` (10 ms) while
 //!   output keeps coming) or once the backlog passes [`PARSE_AT`]. They run at normal
 //!   priority: every byte must be parsed, and at idle priority a flood left one core idle
 //!   while the pump waited for them (measured: drain 45 -> 55 MB/s, text wait 28 -> 33);
@@ -31,16 +31,25 @@
 //! in the order the queries were written, whether or not anyone reads the session. Queries
 //! are cut from the copy of the output forwarded to attached terminals, so an attaching
 //! terminal never answers too.
+//!
+//! Layout: this file holds the model, its drain and its readers; `pool.rs` the grid workers;
+//! `forward.rs` the copy of the output attached terminals see.
+
+mod forward;
+mod pool;
+
+pub use pool::{pool, Pool};
 
 use crate::answers::{self, GridQuery, Prepared};
 use crate::grid::{logical, logical_owned, output_lines, Grid, RawRing, Row};
 use crate::screen::{LightScreen, ScreenEvent, ScreenFlags};
+use forward::Forwarder;
 use maxx_protocol::limits::{MIN_COLS, RAW_RING_BYTES};
 use maxx_protocol::request::TextWait;
+use pool::{Job, Looked};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Bytes parsed per hold of the grid lock (a reader waits at most this long).
 const SLICE_BYTES: usize = 64 * 1024;
@@ -63,10 +72,6 @@ const RESIZES_MAX: usize = 64;
 /// Answers waiting for the grid before further queries are ignored (a program flooding
 /// queries without reading the answers).
 const ANSWERS_MAX: usize = 4096;
-/// Longest escape sequence held back from an attached terminal until it is known not to be
-/// a query (queries are far shorter).
-const HOLD_MAX: u64 = 4096;
-
 /// What a pending wait or run looks for on the screen.
 #[derive(Clone)]
 pub enum Watch {
@@ -97,69 +102,6 @@ pub type Notify = Box<dyn Fn(Vec<u64>) + Send + Sync>;
 
 /// Where answers to the program's queries are written: the PTY's input queue.
 pub type AnswerSink = Box<dyn Fn(Vec<u8>) + Send + Sync>;
-
-/// The copy of the output forwarded to attached terminals, minus the queries in it.
-#[derive(Default)]
-struct Forwarder {
-    /// Bytes of an escape sequence in progress, held until it is known not to be a query.
-    held: Vec<u8>,
-    /// Stream offset of `held[0]`.
-    held_start: u64,
-    /// Byte ranges (stream offsets) that belong to queries and are never forwarded.
-    cuts: Vec<(u64, u64)>,
-    /// Forwarding began inside a sequence: its rest is dropped (the attached terminal never
-    /// saw its start), up to where the light pass says it ended.
-    skipping: bool,
-    skip_to: u64,
-}
-
-impl Forwarder {
-    /// The chunk at stream offset `at`, as an attached terminal may see it.
-    fn filter(&mut self, light: &mut LightScreen, at: u64, bytes: &[u8]) -> Vec<u8> {
-        let end = at + bytes.len() as u64;
-        if self.skipping {
-            match light.sequence_end() {
-                Some(e) => {
-                    self.skipping = false;
-                    self.skip_to = e;
-                }
-                None => self.skip_to = end,
-            }
-        }
-        if self.held.is_empty() {
-            self.held_start = at;
-        }
-        self.held.extend_from_slice(bytes);
-        let hold_from = match light.in_sequence() {
-            Some(s) if end - s <= HOLD_MAX && s >= self.held_start => s,
-            _ => end,
-        };
-        let mut out = Vec::with_capacity((hold_from - self.held_start) as usize);
-        let mut pos = self.held_start.max(self.skip_to);
-        let mut cuts: Vec<(u64, u64)> = self.cuts.clone();
-        cuts.sort_unstable();
-        for (cs, ce) in cuts
-            .iter()
-            .copied()
-            .chain(std::iter::once((hold_from, hold_from)))
-        {
-            let stop = cs.min(hold_from);
-            if stop > pos {
-                let a = (pos - self.held_start) as usize;
-                let b = (stop - self.held_start) as usize;
-                out.extend_from_slice(&self.held[a..b]);
-            }
-            pos = pos.max(ce);
-            if pos >= hold_from {
-                break;
-            }
-        }
-        self.held.drain(..(hold_from - self.held_start) as usize);
-        self.held_start = hold_from;
-        self.cuts.retain(|c| c.1 > hold_from);
-        out
-    }
-}
 
 /// What the drain path maintains, under one lock.
 struct Drain {
@@ -689,23 +631,6 @@ impl ScreenModel {
     }
 }
 
-/// What a worker's job left to do.
-#[derive(Debug, PartialEq, Eq)]
-enum Looked {
-    Done,
-    /// Output kept coming and the patterns were matched less than [`MATCH_INTERVAL`] ago:
-    /// look again then (or in a job before it).
-    Deferred,
-}
-
-/// A job for the grid workers.
-enum Job {
-    /// Parse (and match) now.
-    Now(Arc<ScreenModel>),
-    /// Parse and match after [`MATCH_QUIET`], with whatever more output came by then.
-    Soon(Arc<ScreenModel>),
-}
-
 /// Feed `bytes` to `grid`; a panic inside the terminal emulator (a bug there, never the
 /// program's fault) replaces the grid with a blank one at the same point of the stream
 /// instead of taking the session down with it.
@@ -744,99 +669,11 @@ pub fn recent_rows(grid: &Grid, back: usize) -> Vec<Row> {
     (-back..grid.rows() as i32).map(|l| grid.row(l)).collect()
 }
 
-/// The grid workers: threads that parse the sessions' backlogs and match pending screen
-/// waits. Each has its own queue and a session always goes to the same one, so a session's
-/// delayed jobs are kept (and made) by one worker.
-pub struct Pool {
-    jobs: Vec<mpsc::Sender<Job>>,
-}
-
-impl Pool {
-    fn submit(&self, job: Job) {
-        if self.jobs.is_empty() {
-            return;
-        }
-        let (Job::Now(model) | Job::Soon(model)) = &job;
-        let worker = (Arc::as_ptr(model) as usize / 64) % self.jobs.len();
-        let _ = self.jobs[worker].send(job);
-    }
-}
-
-/// One grid worker: its jobs, and the ones it holds until their time.
-fn worker(jobs: mpsc::Receiver<Job>) {
-    let mut later: Vec<(std::time::Instant, Arc<ScreenModel>)> = Vec::new();
-    let hold = |later: &mut Vec<(std::time::Instant, Arc<ScreenModel>)>,
-                at: std::time::Instant,
-                model: Arc<ScreenModel>| {
-        match later.iter_mut().find(|(_, m)| Arc::ptr_eq(m, &model)) {
-            Some((when, _)) => *when = (*when).min(at),
-            None => later.push((at, model)),
-        }
-    };
-    loop {
-        let next = later.iter().map(|(at, _)| *at).min();
-        let job = match next {
-            None => jobs
-                .recv()
-                .map_err(|_| mpsc::RecvTimeoutError::Disconnected),
-            Some(at) => jobs.recv_timeout(at.saturating_duration_since(std::time::Instant::now())),
-        };
-        match job {
-            Ok(Job::Now(model)) => {
-                if model.work() == Looked::Deferred {
-                    let at = *lock(&model.last_match) + MATCH_INTERVAL;
-                    hold(&mut later, at, model);
-                }
-            }
-            Ok(Job::Soon(model)) => {
-                hold(&mut later, std::time::Instant::now() + MATCH_QUIET, model);
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => return,
-        }
-        let now = std::time::Instant::now();
-        let mut i = 0;
-        while i < later.len() {
-            if later[i].0 <= now {
-                let (_, model) = later.swap_remove(i);
-                if model.work() == Looked::Deferred {
-                    let at = *lock(&model.last_match) + MATCH_INTERVAL;
-                    hold(&mut later, at, model);
-                }
-            } else {
-                i += 1;
-            }
-        }
-    }
-}
-
-/// The process's grid workers, started on first use.
-pub fn pool() -> &'static Pool {
-    static POOL: OnceLock<Pool> = OnceLock::new();
-    POOL.get_or_init(|| {
-        let workers = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-            .clamp(1, 4);
-        let mut jobs = Vec::new();
-        for i in 0..workers {
-            let (tx, rx) = mpsc::channel::<Job>();
-            let spawned = std::thread::Builder::new()
-                .name(format!("maxx-grid-{i}"))
-                .spawn(move || worker(rx));
-            match spawned {
-                Ok(_) => jobs.push(tx),
-                Err(e) => tracing::error!(error = %e, "could not start a grid worker"),
-            }
-        }
-        Pool { jobs }
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::sync::mpsc;
     use std::time::Duration;
 
     fn literal(text: &str) -> TextWait {
@@ -846,13 +683,16 @@ mod tests {
         }
     }
 
-    /// A model whose matches and answers are collected.
-    fn model() -> (
+    /// A model, the matches it reports, the answers it writes, and its generation.
+    type Harness = (
         Arc<ScreenModel>,
         mpsc::Receiver<Vec<u64>>,
         Arc<Mutex<Vec<u8>>>,
         u64,
-    ) {
+    );
+
+    /// A model whose matches and answers are collected.
+    fn model() -> Harness {
         let (tx, rx) = mpsc::channel();
         let tx = Mutex::new(tx);
         let m = ScreenModel::new(Box::new(move |ids| {

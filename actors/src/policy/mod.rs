@@ -1,0 +1,316 @@
+//! `PolicyActor`: the typed capability policy. Every request resolves to a caller source
+//! (wire field `caller`, CLI `--as`, default [`LOCAL_CLI`]) and the capabilities its method
+//! needs; the policy answers allow, deny or confirm before any side effect runs.
+//!
+//! # Sources
+//! A source has a kind (`local`, `external`, `webhook`, `token`), an `allow` list, a
+//! `confirm` list and a `confirm_scope` (`always` or `once_per_source`). The built-ins
+//! ([`builtin_sources`]) are always present and their ids are reserved:
+//!
+//! | id | kind | allow |
+//! |---|---|---|
+//! | `local-cli` | local | every capability except `output:read` and `automation:trigger` |
+//! | `readonly-external` | external | `tabs:list`, `groups:list`, `profiles:list` |
+//! | `declare-only` | token | `tabs:list`, `groups:list`, `state:set`, `metadata:set` |
+//!
+//! Each built-in is a subset of `local-cli`, so claiming one with `--as` only reduces a
+//! caller's privileges. The user's policy file ([`policy_path`]) adds sources beside them.
+//!
+//! # Rules, in order, for one (source, capability)
+//! 1. An unknown source is denied.
+//! 2. A capability in [`UNAVAILABLE`] (no method uses it yet) is denied, as the seed says.
+//! 3. In the source's `allow` list: allow. In its `confirm` list: confirm.
+//! 4. `output:read` unlisted: deny. It needs an explicit opt-in in the policy file, for
+//!    every source, `local-cli` included (see [`OUTPUT_READ_OPT_IN`]).
+//! 5. An unlisted mutation ([`Capability::is_mutation`]): confirm for a `local` source, deny
+//!    for `external`, `webhook` and `token` sources.
+//! 6. An unlisted read: deny. A source reads only what it lists.
+//!
+//! A request needing several capabilities is denied if any is denied, else asks for
+//! confirmation if any needs it, else is allowed; the decision names the capability that
+//! decided. A confirmation is satisfied by `confirm: true` on the same request, or, for a
+//! `once_per_source` source, by an earlier confirmed request for that capability during this
+//! daemon's life (the memory lives in the actor, never on disk).
+//!
+//! Decisions depend only on the caller, the capabilities and the target, never on terminal
+//! output, process names, paths or idle time. Every decision is logged under the
+//! `control_policy` tracing target with source, capability, target, method and reason,
+//! never the request params.
+
+use maxx_protocol::capability::Capability;
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use std::path::PathBuf;
+
+/// The trusted first-party local source: a request naming no `caller` is attributed to it.
+pub const LOCAL_CLI: &str = "local-cli";
+/// Built-in read-only external source: `tabs:list`, `groups:list`, `profiles:list`.
+pub const READONLY_EXTERNAL: &str = "readonly-external";
+/// Built-in token source for an agent that only declares facts about sessions: reads plus
+/// `state:set` and `metadata:set`; it cannot spawn, type, close or read output.
+pub const DECLARE_ONLY: &str = "declare-only";
+
+/// Largest policy file read; checked before opening, after opening and while reading.
+pub const POLICY_MAX_BYTES: u64 = 1024 * 1024;
+/// The policy file version this daemon reads.
+pub const POLICY_VERSION: u64 = 1;
+/// Longest source id a policy file may declare (ids are typed on command lines and logged).
+pub const SOURCE_ID_MAX_CHARS: usize = 64;
+/// At most this many rejection reasons are kept, so a huge broken file cannot flood the log.
+pub const MAX_REASONS: usize = 50;
+
+/// Capabilities in the model that no method uses yet (`groups:list`, `automation:trigger`):
+/// denied for every source, as the seed says, even where a source lists them. Remove one
+/// from here when a method starts using it.
+pub const UNAVAILABLE: &[Capability] = &[Capability::GroupsList, Capability::AutomationTrigger];
+
+/// An example source granting `output:read`, quoted in remedies.
+///
+/// Built-in ids are reserved, so `local-cli` itself never reads output. The user declares a
+/// configured source of kind `local` that allows `output:read` (plus whatever else it
+/// should hold; an unlisted mutation by a local source still asks for confirmation) and
+/// names it with `--as`, e.g. `maxx sessions snapshot <id> --as local-reader`. The grant is
+/// thus explicit in the file, visible in `maxx policy sources`, and opt-in per invocation.
+pub const OUTPUT_READ_OPT_IN: &str =
+    r#"{"id":"local-reader","kind":"local","allow":["output:read","tabs:list"]}"#;
+
+/// The one policy-file source line that lets a person attach (`maxx attach --as
+/// local-attach`): attaching shows the screen, so it needs `output:read` beside
+/// `surface:attach`, which no built-in source holds. Quoted by the refusal's remedy.
+pub const ATTACH_OPT_IN: &str =
+    r#"{"id":"local-attach","kind":"local","allow":["surface:attach","output:read","tabs:list"]}"#;
+
+/// The tracing target every decision is logged under (the seed's `ControlPolicy` category).
+const LOG_TARGET: &str = "control_policy";
+
+mod config;
+mod rules;
+#[cfg(test)]
+mod tests;
+
+pub use config::*;
+pub use rules::*;
+
+/// Messages the policy actor handles.
+pub enum PolicyMsg {
+    /// Decide a request before it runs. A confirmed, allowed request records the
+    /// `once_per_source` approvals it earns.
+    Evaluate {
+        /// The request's `caller`; `None` = `local-cli`.
+        caller: Option<String>,
+        /// Every capability the method needs (e.g. `create --group`: `tabs:spawn` and
+        /// `groups:create`).
+        capabilities: Vec<Capability>,
+        /// What the request acts on, for the prompt and the log (a session id, a group).
+        target: Option<String>,
+        /// The method, e.g. `sessions.close`, for the prompt and the log.
+        method: &'static str,
+        /// The request's `confirm`.
+        confirm: bool,
+        /// Answer.
+        reply: RpcReplyPort<Decision>,
+    },
+    /// `policy.check`: what a request would get; nothing is recorded.
+    Check {
+        /// The source to evaluate; `None` = `local-cli`.
+        caller: Option<String>,
+        /// The capability to evaluate.
+        capability: Capability,
+        /// The target, if any.
+        target: Option<String>,
+        /// Answer.
+        reply: RpcReplyPort<CheckResult>,
+    },
+    /// `policy.sources`: the active sources and the fate of the policy file.
+    Sources(RpcReplyPort<SourcesReport>),
+}
+
+/// The policy actor. Arguments: the policy file path ([`policy_path`]), loaded once at
+/// start; edits apply on the next daemon start.
+pub struct PolicyActor;
+
+/// Policy actor state.
+pub struct PolicyState {
+    /// The active policy.
+    policy: Policy,
+    /// What became of the policy file, for `policy.sources`.
+    report: LoadReport,
+    /// `once_per_source` approvals; in memory only, so they end with the daemon.
+    approved: Approvals,
+}
+
+impl Actor for PolicyActor {
+    type Msg = PolicyMsg;
+    type State = PolicyState;
+    type Arguments = Option<PathBuf>;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<PolicyMsg>,
+        path: Option<PathBuf>,
+    ) -> Result<PolicyState, ActorProcessingErr> {
+        let (policy, report) = load_policy(path.as_deref());
+        let shown_path = report.path.as_deref().unwrap_or("-");
+        match report.status {
+            ConfigStatus::Rejected => tracing::warn!(
+                target: LOG_TARGET,
+                path = shown_path,
+                reasons = %report.reasons.join("; "),
+                "policy file rejected; enforcing the built-in sources only"
+            ),
+            ConfigStatus::Loaded => tracing::info!(
+                target: LOG_TARGET,
+                path = shown_path,
+                sources = policy.sources().len(),
+                "policy file loaded"
+            ),
+            ConfigStatus::Missing | ConfigStatus::NoPath => tracing::info!(
+                target: LOG_TARGET,
+                path = shown_path,
+                "no policy file; enforcing the built-in sources only"
+            ),
+        }
+        Ok(PolicyState {
+            policy,
+            report,
+            approved: Approvals::new(),
+        })
+    }
+
+    async fn handle(
+        &self,
+        _myself: ActorRef<PolicyMsg>,
+        msg: PolicyMsg,
+        state: &mut PolicyState,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            PolicyMsg::Evaluate {
+                caller,
+                capabilities,
+                target,
+                method,
+                confirm,
+                reply,
+            } => {
+                let caller = caller.as_deref();
+                let decision = state.policy.evaluate(
+                    caller,
+                    &capabilities,
+                    target.as_deref(),
+                    method,
+                    confirm,
+                    &state.approved,
+                );
+                if confirm && decision.is_allow() {
+                    state
+                        .approved
+                        .extend(state.policy.once_approvals(caller, &capabilities));
+                }
+                let (capability, reason) = match &decision {
+                    Decision::Allow { reason } => (joined(&capabilities), reason.as_str()),
+                    Decision::Deny {
+                        capability, reason, ..
+                    } => (
+                        capability.map_or("-".to_string(), |c| c.to_string()),
+                        reason.as_str(),
+                    ),
+                    Decision::Confirm {
+                        capability, reason, ..
+                    } => (capability.to_string(), reason.as_str()),
+                };
+                log_decision(
+                    caller.unwrap_or(LOCAL_CLI),
+                    &capability,
+                    target.as_deref(),
+                    method,
+                    decision.kind(),
+                    reason,
+                );
+                let _ = reply.send(decision);
+            }
+            PolicyMsg::Check {
+                caller,
+                capability,
+                target,
+                reply,
+            } => {
+                let result = state.policy.check(
+                    caller.as_deref(),
+                    capability,
+                    target.as_deref(),
+                    &state.approved,
+                );
+                log_decision(
+                    &result.source,
+                    capability.as_str(),
+                    target.as_deref(),
+                    "policy.check",
+                    result.decision,
+                    &result.reason,
+                );
+                let _ = reply.send(result);
+            }
+            PolicyMsg::Sources(reply) => {
+                let mut approved_once: Vec<Approval> = state
+                    .approved
+                    .iter()
+                    .map(|(source, capability)| Approval {
+                        source: source.clone(),
+                        capability: *capability,
+                    })
+                    .collect();
+                approved_once.sort();
+                let _ = reply.send(SourcesReport {
+                    config: state.report.clone(),
+                    sources: state.policy.sources().to_vec(),
+                    approved_once,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One log line per decision: info for deny and confirm, debug for allow. Source,
+/// capability, target, method and reason only, never params.
+fn log_decision(
+    source: &str,
+    capability: &str,
+    target: Option<&str>,
+    method: &str,
+    kind: DecisionKind,
+    reason: &str,
+) {
+    let source = shown(source);
+    let target = target.map(shown).unwrap_or_else(|| "-".into());
+    let decision = kind.as_str();
+    match kind {
+        DecisionKind::Allow => tracing::debug!(
+            target: LOG_TARGET,
+            source,
+            capability,
+            "target" = target,
+            method,
+            decision,
+            reason,
+            "policy decision"
+        ),
+        DecisionKind::Deny | DecisionKind::Confirm => tracing::info!(
+            target: LOG_TARGET,
+            source,
+            capability,
+            "target" = target,
+            method,
+            decision,
+            reason,
+            "policy decision"
+        ),
+    }
+}
+
+fn joined(capabilities: &[Capability]) -> String {
+    capabilities
+        .iter()
+        .map(|c| c.as_str())
+        .collect::<Vec<_>>()
+        .join(",")
+}
