@@ -276,3 +276,85 @@ impl Actor for SessionSupervisor {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use maxx_protocol::request::CreateParams;
+
+    /// Stands in for the registry, persistence and bus: takes every message, does nothing.
+    struct Sink<M>(std::marker::PhantomData<fn() -> M>);
+
+    impl<M: ractor::Message> Actor for Sink<M> {
+        type Msg = M;
+        type State = ();
+        type Arguments = ();
+        async fn pre_start(&self, _: ActorRef<M>, _: ()) -> Result<(), ActorProcessingErr> {
+            Ok(())
+        }
+    }
+
+    async fn sink<M: ractor::Message>() -> ActorRef<M> {
+        Actor::spawn(None, Sink(std::marker::PhantomData), ())
+            .await
+            .unwrap()
+            .0
+    }
+
+    /// Daemon stop: `StopAll` answers once every session actor has stopped *and* its state
+    /// (so its `Pty`, which hangs up the child) has been dropped, and nothing starts after
+    /// it. (`stop_children_and_wait` returned with most states still inside queued
+    /// `ActorTerminated` events.)
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn stop_all_drops_every_session_state_and_refuses_later_starts() {
+        let stats = Arc::new(crate::stats::Stats::default());
+        let args = SupervisorArgs {
+            registry: sink().await,
+            persist: sink().await,
+            bus: sink().await,
+            spawn: Arc::new(SpawnContext {
+                control_dir: std::env::temp_dir(),
+                bin_dir: None,
+                stats: stats.clone(),
+            }),
+        };
+        let (sup, _) = Actor::spawn(None, SessionSupervisor, args).await.unwrap();
+        let start = |command: &str| {
+            let params = CreateParams {
+                command: Some(command.into()),
+                cols: 80,
+                rows: 24,
+                ..Default::default()
+            };
+            let start = SessionStart::New {
+                params: Box::new(params),
+                cwd: std::env::temp_dir(),
+                caller: "test".into(),
+            };
+            let session_id = crate::session::new_id();
+            sup.call(
+                |reply| SessionSupervisorMsg::Start {
+                    session_id,
+                    start,
+                    reply,
+                },
+                Some(Duration::from_secs(10)),
+            )
+        };
+        for _ in 0..8 {
+            start("exec sleep 1000").await.unwrap().unwrap().unwrap();
+        }
+        assert_eq!(stats.sessions.load(std::sync::atomic::Ordering::Relaxed), 8);
+        let report = sup
+            .call(SessionSupervisorMsg::StopAll, Some(Duration::from_secs(20)))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((report.stopped, report.of), (8, 8));
+        assert_eq!(report.live_states, 0, "every session state was dropped");
+        assert_eq!(stats.sessions.load(std::sync::atomic::Ordering::Relaxed), 0);
+        let refused = start("exec sleep 1000").await.unwrap().unwrap();
+        assert!(refused.is_err(), "no session starts once the daemon stops");
+        sup.stop(None);
+    }
+}
