@@ -213,9 +213,27 @@ pub async fn run(
     // End every session (dropping its PTY starts ending its process group) while the
     // runtime still runs the reapers, then wait for them below.
     if let Some(sessions) = ractor::registry::where_is("sessions") {
-        sessions
-            .stop_children_and_wait(None, Some(std::time::Duration::from_secs(10)))
-            .await;
+        use crate::session_supervisor::{SessionSupervisorMsg, STOP_ALL_GRACE};
+        let sessions: ractor::ActorRef<SessionSupervisorMsg> = sessions.into();
+        let grace = STOP_ALL_GRACE + std::time::Duration::from_secs(5);
+        match sessions
+            .call(SessionSupervisorMsg::StopAll, Some(grace))
+            .await
+        {
+            Ok(ractor::rpc::CallResult::Success(report)) if report.live_states == 0 => {
+                tracing::info!(sessions = report.of, "every session actor stopped");
+            }
+            Ok(ractor::rpc::CallResult::Success(report)) => {
+                tracing::warn!(
+                    stopped = report.stopped,
+                    of = report.of,
+                    live_states = report.live_states,
+                    "some session actors did not stop in time; their process groups are \
+                     ended by the reapers"
+                );
+            }
+            _ => tracing::warn!("the session supervisor did not answer the stop"),
+        }
     }
     root.stop(None);
     let _ = root_handle.await;

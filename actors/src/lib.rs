@@ -8,7 +8,9 @@
 //! ├── PersistenceActor                persistence.rs       registry.json + journal, retention
 //! ├── PolicyActor                     policy/              (source, capability, target) -> decision
 //! ├── BusActor                        bus.rs               process-wide cursor, ring, subscribers
-//! ├── SessionSupervisor               session_supervisor.rs  recovers a failed session's record
+//! ├── SessionSupervisor               session_supervisor.rs  spawns every session actor, stops
+//! │                                                        them on daemon stop, recovers a
+//! │                                                        failed session's record
 //! │   └── SessionActor (one/session)  session/             PTY + child (pty/), record, audit
 //! │                                                        log, waits, watchers, runs; its
 //! │                                                        screen model (screen_model/:

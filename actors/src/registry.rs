@@ -12,15 +12,15 @@
 
 use crate::bus::BusMsg;
 use crate::persistence::{last_activity, PersistMsg, RETENTION_AGE};
-use crate::session::{Dormant, SessionActor, SessionArgs, SessionMsg, SessionStart, SpawnContext};
-use crate::session_supervisor::SESSION_ACTOR_PREFIX;
+use crate::session::{Dormant, SessionMsg, SessionStart};
+use crate::session_supervisor::SessionSupervisorMsg;
 use crate::stats::Stats;
 use maxx_protocol::error::ErrorBody;
 use maxx_protocol::request::ListParams;
 use maxx_protocol::session::{Lifecycle, Outcome, SessionView, WorkflowState};
 use maxx_protocol::stream::{AllCondition, StreamEvent};
 use maxx_protocol::time::now_rfc3339;
-use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, RpcReplyPort};
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -130,12 +130,15 @@ pub struct RegistryArgs {
     pub retain: usize,
 }
 
-/// What the registry needs to wake a dormant session's actor.
+/// How long waking a dormant session's actor may take (a detached start: no child).
+const WAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What the registry needs once the tree is built: the session supervisor (it starts a
+/// dormant session's actor, which must exist before the registry can be its argument,
+/// hence a message rather than an argument), and the actors retention tells.
 pub struct Waker {
-    /// The session supervisor (the woken actor's parent).
-    pub supervisor: ActorCell,
-    /// Daemon-wide spawn facts.
-    pub spawn: Arc<SpawnContext>,
+    /// Starts the woken session actors.
+    pub supervisor: ActorRef<SessionSupervisorMsg>,
     /// The event bus.
     pub bus: ActorRef<BusMsg>,
     /// The durable registry.
@@ -226,8 +229,6 @@ pub struct RegistryState {
     group_waiters: Vec<GroupWaiter>,
     next_waiter: u64,
     waker: Option<Box<Waker>>,
-    /// Distinguishes woken actors' names (a retiring one may not have released its name).
-    wakes: u64,
     /// Dormant records by last activity, oldest first: what retention drops.
     dormant: BTreeSet<(SystemTime, String)>,
     /// How many of them are kept.
@@ -248,7 +249,6 @@ impl RegistryState {
             group_waiters: Vec::new(),
             next_waiter: 0,
             waker: None,
-            wakes: 0,
             dormant: BTreeSet::new(),
             retain,
         }
@@ -347,7 +347,7 @@ impl RegistryState {
     }
 
     /// Start an actor for a dormant session, so a request can be routed to it.
-    async fn wake(&mut self, id: &str, myself: &ActorRef<RegistryMsg>) {
+    async fn wake(&mut self, id: &str) {
         let Some(waker) = self.waker.as_ref() else {
             return;
         };
@@ -360,27 +360,28 @@ impl RegistryState {
         if let Some(at) = entry.dormant_at.take() {
             self.dormant.remove(&(at, id.to_string()));
         }
-        self.wakes += 1;
-        let args = SessionArgs {
-            session_id: id.to_string(),
-            start: SessionStart::Woken(dormant),
-            registry: myself.clone(),
-            spawn: waker.spawn.clone(),
-            bus: waker.bus.clone(),
-            persist: waker.persist.clone(),
-        };
-        match Actor::spawn_linked(
-            Some(format!("{SESSION_ACTOR_PREFIX}{id}#{}", self.wakes)),
-            SessionActor,
-            args,
-            waker.supervisor.clone(),
-        )
-        .await
-        {
-            Ok((actor, _)) => entry.actor = Some(actor),
-            Err(e) => {
+        let started = waker
+            .supervisor
+            .call(
+                |reply| SessionSupervisorMsg::Start {
+                    session_id: id.to_string(),
+                    start: SessionStart::Woken(dormant),
+                    reply,
+                },
+                Some(WAKE_TIMEOUT),
+            )
+            .await;
+        match started {
+            Ok(ractor::rpc::CallResult::Success(Ok(actor))) => entry.actor = Some(actor),
+            Ok(ractor::rpc::CallResult::Success(Err(e))) => {
                 // The state went with the failed start; the record stays readable.
                 tracing::error!(session_id = id, error = %e, "could not wake a session actor");
+            }
+            _ => {
+                tracing::error!(
+                    session_id = id,
+                    "could not wake a session actor: the session supervisor did not answer"
+                );
             }
         }
     }
@@ -678,7 +679,7 @@ impl Actor for RegistryActor {
                 let _ = reply.send(all);
             }
             RegistryMsg::Resolve(id, reply) => {
-                state.wake(&id, &myself).await;
+                state.wake(&id).await;
                 let _ = reply.send(state.sessions.get(&id).map(|e| Resolved {
                     actor: e.actor.clone(),
                     lifecycle: e.view.lifecycle,

@@ -9,10 +9,9 @@ use crate::control_dir::ControlDir;
 use crate::listener::{Listener, ListenerArgs};
 use crate::persistence::{PersistArgs, PersistMsg, PersistenceActor};
 use crate::registry::{RegistryActor, RegistryMsg};
-use crate::session::SpawnContext;
-use crate::session::{SessionActor, SessionArgs, SessionStart};
+use crate::session::{SessionStart, SpawnContext};
 use crate::session_supervisor::SessionSupervisor;
-use crate::session_supervisor::{SupervisorArgs, SESSION_ACTOR_PREFIX};
+use crate::session_supervisor::{SessionSupervisorMsg, SupervisorArgs};
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -114,8 +113,7 @@ impl Actor for RootSupervisor {
         )
         .await?;
         registry.cast(RegistryMsg::Wire(Box::new(crate::registry::Waker {
-            supervisor: sessions.get_cell(),
-            spawn: args.spawn.clone(),
+            supervisor: sessions.clone(),
             bus: bus.clone(),
             persist: persist.clone(),
         })))?;
@@ -134,23 +132,27 @@ impl Actor for RootSupervisor {
         let restored_count = restored.len();
         for record in restored {
             let session_id = record.session.session_id.clone();
-            let args = SessionArgs {
-                session_id: session_id.clone(),
-                start: SessionStart::Restored(Box::new(record)),
-                registry: registry.clone(),
-                spawn: args.spawn.clone(),
-                bus: bus.clone(),
-                persist: persist.clone(),
-            };
-            if let Err(e) = Actor::spawn_linked(
-                Some(format!("{SESSION_ACTOR_PREFIX}{session_id}")),
-                SessionActor,
-                args,
-                sessions.get_cell(),
-            )
-            .await
-            {
-                tracing::error!(session_id, error = %e, "could not restore a session record");
+            let started = sessions
+                .call(
+                    |reply| SessionSupervisorMsg::Start {
+                        session_id: session_id.clone(),
+                        start: SessionStart::Restored(Box::new(record)),
+                        reply,
+                    },
+                    Some(std::time::Duration::from_secs(60)),
+                )
+                .await;
+            match started {
+                Ok(ractor::rpc::CallResult::Success(Ok(_))) => {}
+                Ok(ractor::rpc::CallResult::Success(Err(e))) => {
+                    tracing::error!(session_id, error = %e, "could not restore a session record");
+                }
+                _ => {
+                    tracing::error!(
+                        session_id,
+                        "could not restore a session record: the session supervisor did not answer"
+                    );
+                }
             }
         }
         if restored_count > 0 {

@@ -1,4 +1,10 @@
-//! `SessionSupervisor`: the parent of every `SessionActor`, and its failure policy.
+//! `SessionSupervisor`: the parent of every `SessionActor`, the only place one is spawned,
+//! and its failure policy.
+//!
+//! Session actors start through [`SessionSupervisorMsg::Start`] (from `create`, a wake of a
+//! dormant record, and the records restored at start), each linked to the supervisor, which
+//! keeps a map from actor id to session id: a supervision event names its session by that
+//! map, never by parsing an actor name (session actors are unnamed).
 //!
 //! A session actor that panics or returns an error takes only itself down: its `Drop` hangs
 //! up and reaps its child, and no other session notices. The supervisor then:
@@ -10,27 +16,70 @@
 //!
 //! It never restarts the *process* on its own: a caller (or the session's restart policy
 //! after a later exit) decides that.
+//!
+//! On daemon stop, [`SessionSupervisorMsg::StopAll`] stops every session actor and waits
+//! for each; since it is handled in the same mailbox as `Start`, no session actor can be
+//! spawned between the list being taken and the stop, nor after it (later starts are
+//! refused), so every session's `Pty` is dropped by it.
 
 use crate::bus::BusMsg;
 use crate::persistence::PersistMsg;
 use crate::registry::RegistryMsg;
-use crate::session::{SessionActor, SessionArgs, SessionStart, SpawnContext};
+use crate::session::{SessionActor, SessionArgs, SessionMsg, SessionStart, SpawnContext};
 use maxx_protocol::session::Lifecycle;
 use maxx_protocol::stream::StreamEvent;
-use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
+use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// Name prefix of session actors: `session:<session_id>`.
-pub const SESSION_ACTOR_PREFIX: &str = "session:";
 
 /// The actor.
 pub struct SessionSupervisor;
 
-/// Messages (none besides supervision events).
-pub enum SessionSupervisorMsg {}
+/// Messages.
+pub enum SessionSupervisorMsg {
+    /// Spawn a session actor linked to the supervisor; answers with it once its
+    /// `pre_start` is done (for a new session: its child runs and it has registered).
+    Start {
+        /// The session's id.
+        session_id: String,
+        /// New, restored or woken.
+        start: SessionStart,
+        /// The actor, or why it could not start.
+        reply: RpcReplyPort<Result<ActorRef<SessionMsg>, String>>,
+    },
+    /// The daemon is stopping: stop every session actor, wait for each to be gone (its
+    /// state dropped, so its `Pty` starts ending its process group), and refuse any later
+    /// `Start`.
+    StopAll(RpcReplyPort<StopAllReport>),
+    /// `StopAll`'s answer, sent by the supervisor to itself so that it is served after
+    /// the stopped actors' supervision events (which carry their states).
+    StoppedAll {
+        /// Actors that stopped within the grace.
+        stopped: usize,
+        /// Actors asked to stop.
+        of: usize,
+        /// Answer.
+        reply: RpcReplyPort<StopAllReport>,
+    },
+}
 
-/// What the supervisor needs to recover a failed session.
+/// How long `StopAll` waits for the session actors to stop.
+pub const STOP_ALL_GRACE: Duration = Duration::from_secs(10);
+
+/// What `StopAll` did.
+#[derive(Debug, Clone, Copy)]
+pub struct StopAllReport {
+    /// Session actors that stopped within [`STOP_ALL_GRACE`].
+    pub stopped: usize,
+    /// Session actors there were.
+    pub of: usize,
+    /// Session states still alive afterwards (`Stats::sessions`): 0 unless an actor did
+    /// not stop in time, so every session's `Pty` was dropped.
+    pub live_states: i64,
+}
+
+/// What the supervisor needs to start and recover sessions.
 pub struct SupervisorArgs {
     /// The session table.
     pub registry: ActorRef<RegistryMsg>,
@@ -38,13 +87,51 @@ pub struct SupervisorArgs {
     pub persist: ActorRef<PersistMsg>,
     /// The event bus.
     pub bus: ActorRef<BusMsg>,
-    /// Facts for replacement actors.
+    /// Facts for the sessions' children.
     pub spawn: Arc<SpawnContext>,
+}
+
+/// The supervisor's state.
+pub struct SupervisorState {
+    args: SupervisorArgs,
+    /// Every live session actor it spawned, by actor id: how a supervision event is
+    /// tied to its session.
+    sessions: HashMap<ActorId, (String, ActorRef<SessionMsg>)>,
+    /// `StopAll` was handled: no session actor starts any more.
+    stopping: bool,
+}
+
+impl SupervisorState {
+    /// Spawn a session actor linked to `supervisor` and remember whose it is.
+    async fn start(
+        &mut self,
+        supervisor: &ActorRef<SessionSupervisorMsg>,
+        session_id: String,
+        start: SessionStart,
+    ) -> Result<ActorRef<SessionMsg>, String> {
+        if self.stopping {
+            return Err("the daemon is stopping".into());
+        }
+        let args = SessionArgs {
+            session_id: session_id.clone(),
+            start,
+            registry: self.args.registry.clone(),
+            spawn: self.args.spawn.clone(),
+            bus: self.args.bus.clone(),
+            persist: self.args.persist.clone(),
+        };
+        let (actor, _) = Actor::spawn_linked(None, SessionActor, args, supervisor.get_cell())
+            .await
+            .map_err(|e| e.to_string())?;
+        self.sessions
+            .insert(actor.get_id(), (session_id, actor.clone()));
+        Ok(actor)
+    }
 }
 
 impl Actor for SessionSupervisor {
     type Msg = SessionSupervisorMsg;
-    type State = SupervisorArgs;
+    type State = SupervisorState;
     type Arguments = SupervisorArgs;
 
     async fn pre_start(
@@ -52,7 +139,67 @@ impl Actor for SessionSupervisor {
         _myself: ActorRef<Self::Msg>,
         args: SupervisorArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
-        Ok(args)
+        Ok(SupervisorState {
+            args,
+            sessions: HashMap::new(),
+            stopping: false,
+        })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        msg: SessionSupervisorMsg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            SessionSupervisorMsg::Start {
+                session_id,
+                start,
+                reply,
+            } => {
+                let started = state.start(&myself, session_id, start).await;
+                let _ = reply.send(started);
+            }
+            SessionSupervisorMsg::StopAll(reply) => {
+                state.stopping = true;
+                let actors: Vec<_> = state.sessions.drain().map(|(_, (_, a))| a).collect();
+                for actor in &actors {
+                    actor.stop(Some("the daemon is stopping".into()));
+                }
+                let deadline = tokio::time::Instant::now() + STOP_ALL_GRACE;
+                let mut stopped = 0;
+                for actor in &actors {
+                    let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                    if actor.wait(Some(left)).await.is_ok() {
+                        stopped += 1;
+                    }
+                }
+                // A stopped actor's state travels in its `ActorTerminated` event, queued on
+                // this actor's supervision port before `wait` returned, and that port is
+                // served before any message: answering from a message queued now means
+                // every stopped session's state (and `Pty`) has been dropped by then.
+                let _ = myself.cast(SessionSupervisorMsg::StoppedAll {
+                    stopped,
+                    of: actors.len(),
+                    reply,
+                });
+            }
+            SessionSupervisorMsg::StoppedAll { stopped, of, reply } => {
+                let live_states = state
+                    .args
+                    .spawn
+                    .stats
+                    .sessions
+                    .load(std::sync::atomic::Ordering::Relaxed);
+                let _ = reply.send(StopAllReport {
+                    stopped,
+                    of,
+                    live_states,
+                });
+            }
+        }
+        Ok(())
     }
 
     async fn handle_supervisor_evt(
@@ -61,28 +208,33 @@ impl Actor for SessionSupervisor {
         event: SupervisionEvent,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        let SupervisionEvent::ActorFailed(cell, reason) = event else {
+        let (cell, reason) = match event {
+            SupervisionEvent::ActorFailed(cell, reason) => (cell, reason),
+            // A retired (or stopped) session actor: forget it.
+            SupervisionEvent::ActorTerminated(cell, _, _) => {
+                state.sessions.remove(&cell.get_id());
+                return Ok(());
+            }
+            _ => return Ok(()),
+        };
+        let Some((session_id, _)) = state.sessions.remove(&cell.get_id()) else {
             return Ok(());
         };
-        let Some(session_id) = cell
-            .get_name()
-            .and_then(|n| n.strip_prefix(SESSION_ACTOR_PREFIX).map(str::to_string))
-            // A woken actor's name carries `#N` after the id.
-            .map(|n| n.split('#').next().unwrap_or_default().to_string())
-        else {
+        if state.stopping {
             return Ok(());
-        };
+        }
         let reason = reason.to_string();
         tracing::error!(
             session_id,
             reason,
             "session actor failed; recovering its record"
         );
-        let _ = state.registry.cast(RegistryMsg::Failed {
+        let _ = state.args.registry.cast(RegistryMsg::Failed {
             session_id: session_id.clone(),
             reason: reason.clone(),
         });
         let record = match state
+            .args
             .persist
             .call(
                 |r| PersistMsg::Get(session_id.clone(), r),
@@ -100,28 +252,96 @@ impl Actor for SessionSupervisor {
         }
         v.pid = None;
         v.next_restart_at = None;
-        let _ = state.bus.cast(BusMsg::Publish(Box::new(StreamEvent {
+        let _ = state.args.bus.cast(BusMsg::Publish(Box::new(StreamEvent {
             message: Some(reason),
             ..StreamEvent::mechanical("failed", v)
         })));
-        let args = SessionArgs {
-            session_id: session_id.clone(),
-            start: SessionStart::Recovered(Box::new(record)),
-            registry: state.registry.clone(),
-            spawn: state.spawn.clone(),
-            bus: state.bus.clone(),
-            persist: state.persist.clone(),
-        };
-        if let Err(e) = Actor::spawn_linked(
-            Some(format!("{SESSION_ACTOR_PREFIX}{session_id}")),
-            SessionActor,
-            args,
-            myself.get_cell(),
-        )
-        .await
-        {
+        let recovered = SessionStart::Recovered(Box::new(record));
+        if let Err(e) = state.start(&myself, session_id.clone(), recovered).await {
             tracing::error!(session_id, error = %e, "could not recover the session's record");
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use maxx_protocol::request::CreateParams;
+
+    /// Stands in for the registry, persistence and bus: takes every message, does nothing.
+    struct Sink<M>(std::marker::PhantomData<fn() -> M>);
+
+    impl<M: ractor::Message> Actor for Sink<M> {
+        type Msg = M;
+        type State = ();
+        type Arguments = ();
+        async fn pre_start(&self, _: ActorRef<M>, _: ()) -> Result<(), ActorProcessingErr> {
+            Ok(())
+        }
+    }
+
+    async fn sink<M: ractor::Message>() -> ActorRef<M> {
+        Actor::spawn(None, Sink(std::marker::PhantomData), ())
+            .await
+            .unwrap()
+            .0
+    }
+
+    /// Daemon stop: `StopAll` answers once every session actor has stopped *and* its state
+    /// (so its `Pty`, which hangs up the child) has been dropped, and nothing starts after
+    /// it. (`stop_children_and_wait` returned with most states still inside queued
+    /// `ActorTerminated` events.)
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn stop_all_drops_every_session_state_and_refuses_later_starts() {
+        let stats = Arc::new(crate::stats::Stats::default());
+        let args = SupervisorArgs {
+            registry: sink().await,
+            persist: sink().await,
+            bus: sink().await,
+            spawn: Arc::new(SpawnContext {
+                control_dir: std::env::temp_dir(),
+                bin_dir: None,
+                stats: stats.clone(),
+            }),
+        };
+        let (sup, _) = Actor::spawn(None, SessionSupervisor, args).await.unwrap();
+        let start = |command: &str| {
+            let params = CreateParams {
+                command: Some(command.into()),
+                cols: 80,
+                rows: 24,
+                ..Default::default()
+            };
+            let start = SessionStart::New {
+                params: Box::new(params),
+                cwd: std::env::temp_dir(),
+                caller: "test".into(),
+            };
+            let session_id = crate::session::new_id();
+            sup.call(
+                |reply| SessionSupervisorMsg::Start {
+                    session_id,
+                    start,
+                    reply,
+                },
+                Some(Duration::from_secs(10)),
+            )
+        };
+        for _ in 0..8 {
+            start("exec sleep 1000").await.unwrap().unwrap().unwrap();
+        }
+        assert_eq!(stats.sessions.load(std::sync::atomic::Ordering::Relaxed), 8);
+        let report = sup
+            .call(SessionSupervisorMsg::StopAll, Some(Duration::from_secs(20)))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((report.stopped, report.of), (8, 8));
+        assert_eq!(report.live_states, 0, "every session state was dropped");
+        assert_eq!(stats.sessions.load(std::sync::atomic::Ordering::Relaxed), 0);
+        let refused = start("exec sleep 1000").await.unwrap().unwrap();
+        assert!(refused.is_err(), "no session starts once the daemon stops");
+        sup.stop(None);
     }
 }

@@ -18,10 +18,9 @@ use crate::control_dir::constant_time_eq;
 use crate::persistence::PersistMsg;
 use crate::registry::{RegistryMsg, Resolved};
 use crate::session::{
-    new_id, ReadAnswer, Reply, SessionActor, SessionArgs, SessionMsg, SessionReply, SessionStart,
-    WatchLine,
+    new_id, ReadAnswer, Reply, SessionMsg, SessionReply, SessionStart, WatchLine,
 };
-use crate::session_supervisor::SESSION_ACTOR_PREFIX;
+use crate::session_supervisor::SessionSupervisorMsg;
 use crate::stats::Stats;
 use maxx_protocol::error::{ErrorBody, ErrorCode};
 use maxx_protocol::limits::{

@@ -375,25 +375,22 @@ async fn create(
         )));
     }
     let session_id = new_id();
-    let args = SessionArgs {
-        session_id: session_id.clone(),
-        start: SessionStart::New {
-            params: Box::new(params),
-            cwd,
-            caller: caller.to_string(),
-        },
-        registry: ctx.registry.clone(),
-        spawn: ctx.spawn.clone(),
-        bus: ctx.bus.clone(),
-        persist: ctx.persist.clone(),
+    let start = SessionStart::New {
+        params: Box::new(params),
+        cwd,
+        caller: caller.to_string(),
     };
-    let (actor, _) = Actor::spawn_linked(
-        Some(format!("{SESSION_ACTOR_PREFIX}{session_id}")),
-        SessionActor,
-        args,
-        ctx.session_supervisor.clone(),
+    let supervisor = ActorRef::<SessionSupervisorMsg>::from(ctx.session_supervisor.clone());
+    let actor = ask(
+        &supervisor,
+        |reply| SessionSupervisorMsg::Start {
+            session_id: session_id.clone(),
+            start,
+            reply,
+        },
+        ACTOR_CALL_TIMEOUT,
     )
-    .await
+    .await?
     .map_err(|e| ErrorBody::internal(format!("could not start the session: {e}")))?;
     let created = ask(&actor, SessionMsg::View, ACTOR_CALL_TIMEOUT).await?;
     if let Err(e) = &created {

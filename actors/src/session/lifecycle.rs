@@ -2,11 +2,13 @@
 //! the child's exit, retiring to a dormant record, archive, restart and the restart
 //! policy.
 
+use super::restart::{self, RestartDecision};
 use super::{
     new_id, random_secret, screen_model, Dormant, SessionArgs, SessionMsg, SessionStart,
-    SessionState, WatchLine,
+    SessionState, SpawnContext, WatchLine,
 };
 use crate::audit_log::AuditLog;
+use crate::bus::BusMsg;
 use crate::persistence::{PersistMsg, Record};
 use crate::pty::{ExitInfo, Pty, SpawnSpec};
 use crate::registry::RegistryMsg;
@@ -19,17 +21,29 @@ use maxx_protocol::session::{Lifecycle, SessionView};
 use maxx_protocol::time::now_rfc3339;
 use ractor::{ActorProcessingErr, ActorRef};
 use serde_json::Value;
+use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::Instant;
 
-/// What a restart policy decides about an exit.
-enum PolicyDecision {
-    /// No policy fires.
-    None,
-    /// Restart after this backoff.
-    Restart(Duration),
-    /// The budget (restarts, window seconds) is spent.
-    GaveUp(u32, u64),
+/// What a session keeps from one actor to the next (see [`Dormant`]), or starts with.
+struct Kept {
+    /// The audit log (empty for a new session).
+    audit: AuditLog,
+    /// The create-time env (memory only), for a restart in this run.
+    env: Vec<(String, String)>,
+    /// The history lines its screen keeps.
+    scrollback_lines: usize,
+    /// Automatic restarts within the restart policy's window.
+    restart_times: VecDeque<Instant>,
+}
+
+/// The actors a session talks to and the daemon-wide spawn facts.
+struct Links {
+    registry: ActorRef<RegistryMsg>,
+    bus: ActorRef<BusMsg>,
+    persist: ActorRef<PersistMsg>,
+    spawn: Arc<SpawnContext>,
 }
 
 impl SessionState {
@@ -47,76 +61,45 @@ impl SessionState {
             bus,
             persist,
         } = args;
+        let links = Links {
+            registry: registry.clone(),
+            bus,
+            persist,
+            spawn,
+        };
         let (params, cwd, caller) = match start {
             SessionStart::New {
                 params,
                 cwd,
                 caller,
             } => (*params, cwd, caller),
-            detached => {
-                let (view, dormant, retire_on_start) = match detached {
-                    SessionStart::Restored(record) | SessionStart::Recovered(record) => {
-                        let Record { session, audit } = *record;
-                        (
-                            session,
-                            Dormant {
-                                view: Default::default(),
-                                audit: AuditLog::from_entries(&audit),
-                                env: Vec::new(),
-                                scrollback_lines: DEFAULT_SCROLLBACK_LINES,
-                                restart_times: Default::default(),
-                            },
-                            true,
-                        )
-                    }
-                    SessionStart::Woken(dormant) => (
-                        serde_json::from_str(dormant.view.get())
-                            .map_err(|e| format!("a dormant record does not decode: {e}"))?,
-                        *dormant,
-                        false,
-                    ),
-                    SessionStart::New { .. } => unreachable!("matched above"),
+            SessionStart::Restored(record) | SessionStart::Recovered(record) => {
+                let Record { session, audit } = *record;
+                let kept = Kept {
+                    audit: AuditLog::from_entries(&audit),
+                    env: Vec::new(),
+                    scrollback_lines: DEFAULT_SCROLLBACK_LINES,
+                    restart_times: Default::default(),
                 };
+                return Self::detached(myself, session, kept, links, true);
+            }
+            SessionStart::Woken(dormant) => {
                 let Dormant {
-                    view: _,
-                    audit,
-                    env,
-                    scrollback_lines,
-                    restart_times,
-                } = dormant;
-                Stats::add(&spawn.stats.sessions, 1);
-                let state = SessionState {
-                    pty: None,
                     view,
-                    model: screen_model(&myself),
-                    scrollback_lines,
-                    runs: Vec::new(),
-                    watch_ids: Vec::new(),
-                    attachers: Vec::new(),
-                    restart_times,
-                    restart_generation: 0,
-                    policy_suppressed: false,
-                    last_exit: None,
-                    registration_token: String::new(),
                     audit,
-                    waiters: Vec::new(),
-                    watchers: Vec::new(),
-                    next_id: 0,
                     env,
-                    journaled: false,
-                    retire_on_start,
-                    handled: 0,
-                    registry: registry.clone(),
-                    bus,
-                    persist,
-                    spawn,
+                    scrollback_lines,
+                    restart_times,
+                } = *dormant;
+                let view = serde_json::from_str(view.get())
+                    .map_err(|e| format!("a dormant record does not decode: {e}"))?;
+                let kept = Kept {
+                    audit,
+                    env,
+                    scrollback_lines,
+                    restart_times,
                 };
-                registry.cast(RegistryMsg::Register {
-                    view: Box::new(state.view.clone()),
-                    actor: myself,
-                    focus: false,
-                })?;
-                return Ok(state);
+                return Self::detached(myself, view, kept, links, false);
             }
         };
         let now = now_rfc3339();
@@ -164,34 +147,16 @@ impl SessionState {
             next_restart_at: None,
             restart_gave_up: false,
         };
-        let mut state = SessionState {
-            pty: None,
-            view,
-            model: screen_model(&myself),
-            scrollback_lines: params.scrollback_lines.unwrap_or(DEFAULT_SCROLLBACK_LINES),
-            runs: Vec::new(),
-            watch_ids: Vec::new(),
-            attachers: Vec::new(),
-            restart_times: Default::default(),
-            restart_generation: 0,
-            policy_suppressed: false,
-            last_exit: None,
-            registration_token: String::new(),
+        let kept = Kept {
             audit: AuditLog::default(),
-            waiters: Vec::new(),
-            watchers: Vec::new(),
-            next_id: 0,
             env: params.env,
-            journaled: true,
-            retire_on_start: false,
-            handled: 0,
-            registry: registry.clone(),
-            bus,
-            persist,
-            spawn,
+            scrollback_lines: params.scrollback_lines.unwrap_or(DEFAULT_SCROLLBACK_LINES),
+            restart_times: Default::default(),
         };
+        let mut state = SessionState::new(&myself, view, kept, links, false);
+        // Everything a create changes goes to the journal: its answer waits for it.
+        state.journaled = true;
         state.spawn_surface(&myself)?;
-        Stats::add(&state.spawn.stats.sessions, 1);
         // A create emits `created` and, for a grouped launch, `group.joined`; create-time
         // metadata arrives in the record, not as events.
         state.mechanical("created", None);
@@ -211,6 +176,75 @@ impl SessionState {
             focus: params.focus,
         })?;
         Ok(state)
+    }
+
+    /// A detached session (restored, recovered or woken): no surface until restarted.
+    fn detached(
+        myself: ActorRef<SessionMsg>,
+        view: SessionView,
+        kept: Kept,
+        links: Links,
+        retire_on_start: bool,
+    ) -> Result<SessionState, ActorProcessingErr> {
+        let registry = links.registry.clone();
+        let state = SessionState::new(&myself, view, kept, links, retire_on_start);
+        registry.cast(RegistryMsg::Register {
+            view: Box::new(state.view.clone()),
+            actor: myself,
+            focus: false,
+        })?;
+        Ok(state)
+    }
+
+    /// The one constructor: the record, what the session keeps across actors, and the
+    /// actors it talks to. It counts the session in the stats (its `Drop` uncounts it,
+    /// also when a new session's spawn fails).
+    fn new(
+        myself: &ActorRef<SessionMsg>,
+        view: SessionView,
+        kept: Kept,
+        links: Links,
+        retire_on_start: bool,
+    ) -> SessionState {
+        let Kept {
+            audit,
+            env,
+            scrollback_lines,
+            restart_times,
+        } = kept;
+        let Links {
+            registry,
+            bus,
+            persist,
+            spawn,
+        } = links;
+        Stats::add(&spawn.stats.sessions, 1);
+        SessionState {
+            pty: None,
+            view,
+            model: screen_model(myself),
+            scrollback_lines,
+            runs: Vec::new(),
+            watch_ids: Vec::new(),
+            attachers: Vec::new(),
+            restart_times,
+            restart_generation: 0,
+            restart_suppressed: false,
+            last_exit: None,
+            registration_token: String::new(),
+            audit,
+            waiters: Vec::new(),
+            watchers: Vec::new(),
+            next_id: 0,
+            env,
+            journaled: false,
+            retire_on_start,
+            handled: 0,
+            registry,
+            bus,
+            persist,
+            spawn,
+        }
     }
 
     /// Open a fresh PTY and start the recorded command in it, with a new surface id and
@@ -402,7 +436,7 @@ impl SessionState {
         let restart_count = v.restart_count;
         // Any pending automatic restart is superseded by this one.
         self.restart_generation += 1;
-        self.policy_suppressed = false;
+        self.restart_suppressed = false;
         let mut payload = automatic.unwrap_or_else(|| serde_json::json!({ "automatic": false }));
         payload["restart_count"] = restart_count.into();
         self.record(
@@ -416,47 +450,22 @@ impl SessionState {
         Ok(self.view.clone())
     }
 
-    /// What the restart policy says about the exit that just happened.
-    fn policy_decision(&mut self) -> PolicyDecision {
-        use maxx_protocol::session::RestartMode;
-        let Some(policy) = self.view.restart_policy.clone() else {
-            return PolicyDecision::None;
+    /// What the restart policy says about the exit that just happened (nothing when a
+    /// caller interrupted this run).
+    fn restart_decision(&mut self) -> RestartDecision {
+        let Some(policy) = &self.view.restart_policy else {
+            return RestartDecision::None;
         };
-        if self.policy_suppressed {
-            return PolicyDecision::None;
+        if self.restart_suppressed {
+            return RestartDecision::None;
         }
-        let failed = self.view.exit_signal.is_some()
-            || self
-                .view
-                .exit_code
-                .is_some_and(|c| !policy.exit_codes.contains(&c));
-        let fire = match policy.mode {
-            RestartMode::Never => false,
-            RestartMode::OnFailure => failed,
-            RestartMode::Always => true,
-        };
-        if !fire {
-            return PolicyDecision::None;
-        }
-        let window = Duration::from_secs(policy.window_secs);
-        let now = std::time::Instant::now();
-        while self
-            .restart_times
-            .front()
-            .is_some_and(|t| now.duration_since(*t) > window)
-        {
-            self.restart_times.pop_front();
-        }
-        let recent = self.restart_times.len() as u32;
-        if recent >= policy.max_restarts {
-            return PolicyDecision::GaveUp(recent, policy.window_secs);
-        }
-        let factor = 1u64.checked_shl(recent).unwrap_or(u64::MAX);
-        let delay_ms = policy
-            .backoff_min_ms
-            .saturating_mul(factor)
-            .min(policy.backoff_max_ms);
-        PolicyDecision::Restart(Duration::from_millis(delay_ms))
+        restart::decide(
+            policy,
+            self.view.exit_code,
+            self.view.exit_signal.is_some(),
+            &mut self.restart_times,
+            std::time::Instant::now(),
+        )
     }
 
     /// A lifecycle transition happened: publish it, tell watchers, and end their streams
@@ -498,14 +507,14 @@ impl SessionState {
             // Decide before anyone sees `exited`: a session its policy will restart
             // goes straight to `backoff`, and its `exited` event says so, so streams
             // following the session do not end on it.
-            let decision = self.policy_decision();
+            let decision = self.restart_decision();
             let mut payload = payload;
-            if matches!(decision, PolicyDecision::Restart(_)) {
+            if matches!(decision, RestartDecision::Restart(_)) {
                 payload["restart_pending"] = Value::Bool(true);
             }
             self.mechanical("exited", Some(payload));
             match decision {
-                PolicyDecision::Restart(delay) => {
+                RestartDecision::Restart(delay) => {
                     self.view.lifecycle = Lifecycle::Backoff;
                     self.view.next_restart_at = Some(maxx_protocol::time::rfc3339(
                         std::time::SystemTime::now() + delay,
@@ -514,7 +523,7 @@ impl SessionState {
                     let generation = self.restart_generation;
                     myself.send_after(delay, move || SessionMsg::AutoRestart(generation));
                 }
-                PolicyDecision::GaveUp(restarts, window) => {
+                RestartDecision::GaveUp(restarts, window) => {
                     self.view.lifecycle = Lifecycle::Exited;
                     self.view.restart_gave_up = true;
                     self.record(
@@ -527,7 +536,7 @@ impl SessionState {
                         "maxx".into(),
                     );
                 }
-                PolicyDecision::None => self.view.lifecycle = Lifecycle::Exited,
+                RestartDecision::None => self.view.lifecycle = Lifecycle::Exited,
             }
             self.lifecycle_changed();
         } else {

@@ -13,14 +13,15 @@
 //!
 //! - `mod.rs`: the actor, [`SessionMsg`] and its dispatch, [`SessionState`].
 //! - `record.rs`: declarations and updates, audit entries, publishing, acknowledgements.
-//! - `lifecycle.rs`: start, surface spawn and release, exit, retire, archive, restart and
-//!   the restart policy.
+//! - `lifecycle.rs`: start, surface spawn and release, exit, retire, archive, restart.
+//! - `restart.rs`: the restart policy's decision about an exit, and its backoff.
 //! - `waits.rs`: waits and `watch` subscribers.
 //! - `terminal.rs`: PTY output and input, actions, `run`, resize, attach, screen reads.
 
 mod lifecycle;
 mod record;
 mod request;
+mod restart;
 mod terminal;
 mod waits;
 
@@ -260,7 +261,7 @@ pub struct SessionState {
     /// The record, authoritative.
     view: SessionView,
     /// Recent raw output and, once someone read it, the full screen model (parsed off the
-    /// drain path by the grid workers, see `screen_model.rs`).
+    /// drain path by the grid workers, see `screen_model/`).
     model: Arc<ScreenModel>,
     /// History lines the grid keeps.
     scrollback_lines: usize,
@@ -275,8 +276,9 @@ pub struct SessionState {
     restart_times: std::collections::VecDeque<std::time::Instant>,
     /// Bumped whenever a pending automatic restart must not fire any more.
     restart_generation: u64,
-    /// A caller interrupted this run: its exit is not a crash, the policy does not fire.
-    policy_suppressed: bool,
+    /// A caller interrupted this run: its exit is not a crash, the restart policy does not
+    /// fire.
+    restart_suppressed: bool,
     /// The last exit status, as the payload of a `restarted` event it triggers.
     last_exit: Option<Value>,
     /// Secret proof for `register-current`; exported to the child only.

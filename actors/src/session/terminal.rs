@@ -142,7 +142,7 @@ impl SessionState {
             ActionKind::Interrupt => {
                 // A person stopping a job is not a crash: this run's exit does not restart.
                 if self.view.lifecycle == Lifecycle::Running {
-                    self.policy_suppressed = true;
+                    self.restart_suppressed = true;
                 }
                 self.interrupt(params.signal)
             }
@@ -298,49 +298,13 @@ impl SessionState {
     /// Cut the output between a run's markers out of the retained screen.
     pub(super) fn finish_run(&self, run: &RunWaiter) -> RunResult {
         let lines = self.recent_lines(Some(usize::MAX));
-        let end_idx = lines.iter().rposition(|l| run.end.is_match(l));
-        let (exit_code, end_idx, end_prefix) = match end_idx {
-            Some(i) => {
-                let caps = run.end.captures(&lines[i]);
-                let code = caps
-                    .as_ref()
-                    .and_then(|c| c.get(1))
-                    .and_then(|m| m.as_str().parse().ok())
-                    .unwrap_or(-1);
-                let prefix = caps
-                    .and_then(|c| c.get(0))
-                    .map(|m| lines[i][..m.start()].to_string())
-                    .unwrap_or_default();
-                (code, i, prefix)
-            }
-            None => (-1, lines.len(), String::new()),
-        };
-        // The printed marker can only come from printf (the echoed command line has a space
-        // where it has `_`), but a prompt printed late may share its line.
-        let begin_idx = lines[..end_idx]
-            .iter()
-            .rposition(|l| l.contains(&run.begin));
-        let mut output: Vec<&str> = match begin_idx {
-            Some(b) => lines[b + 1..end_idx].iter().map(String::as_str).collect(),
-            None => lines[..end_idx].iter().map(String::as_str).collect(),
-        };
-        if !end_prefix.is_empty() {
-            output.push(&end_prefix);
-        }
-        let mut text = output.join("\n");
-        if text.len() > RUN_OUTPUT_MAX_BYTES {
-            let cut = text.len() - RUN_OUTPUT_MAX_BYTES;
-            let cut = (cut..text.len())
-                .find(|i| text.is_char_boundary(*i))
-                .unwrap_or(cut);
-            text.drain(..cut);
-        }
+        let cut = cut_run_output(&lines, &run.begin, &run.end, RUN_OUTPUT_MAX_BYTES);
         RunResult {
             command: run.command.clone(),
-            exit_code,
-            output: text,
+            exit_code: cut.exit_code,
+            output: cut.output,
             duration_ms: run.started.elapsed().as_millis() as u64,
-            truncated: begin_idx.is_none(),
+            truncated: cut.truncated,
         }
     }
 
@@ -537,6 +501,68 @@ pub fn paste_bytes(text: &str, bracketed: bool) -> Vec<u8> {
     out
 }
 
+/// A run's output as cut from the screen's logical lines.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct RunCut {
+    /// The code printed in the end marker; -1 when there is no end marker or no code.
+    pub(super) exit_code: i32,
+    /// The lines between the markers (the newest `max_bytes` of them, cut on a character
+    /// boundary), plus whatever preceded the end marker on its own line.
+    pub(super) output: String,
+    /// The begin marker is not on the screen any more: the output's start is lost.
+    pub(super) truncated: bool,
+}
+
+/// Cut a run's output out of `lines`: after the last line holding `begin` before the last
+/// line `end` matches (whose first group is the exit code), bounded to `max_bytes`.
+pub(super) fn cut_run_output(
+    lines: &[String],
+    begin: &str,
+    end: &regex::Regex,
+    max_bytes: usize,
+) -> RunCut {
+    let end_idx = lines.iter().rposition(|l| end.is_match(l));
+    let (exit_code, end_idx, end_prefix) = match end_idx {
+        Some(i) => {
+            let caps = end.captures(&lines[i]);
+            let code = caps
+                .as_ref()
+                .and_then(|c| c.get(1))
+                .and_then(|m| m.as_str().parse().ok())
+                .unwrap_or(-1);
+            let prefix = caps
+                .and_then(|c| c.get(0))
+                .map(|m| lines[i][..m.start()].to_string())
+                .unwrap_or_default();
+            (code, i, prefix)
+        }
+        None => (-1, lines.len(), String::new()),
+    };
+    // The printed marker can only come from printf (the echoed command line has a space
+    // where it has `_`), but a prompt printed late may share its line.
+    let begin_idx = lines[..end_idx].iter().rposition(|l| l.contains(begin));
+    let mut output: Vec<&str> = match begin_idx {
+        Some(b) => lines[b + 1..end_idx].iter().map(String::as_str).collect(),
+        None => lines[..end_idx].iter().map(String::as_str).collect(),
+    };
+    if !end_prefix.is_empty() {
+        output.push(&end_prefix);
+    }
+    let mut text = output.join("\n");
+    if text.len() > max_bytes {
+        let cut = text.len() - max_bytes;
+        let cut = (cut..text.len())
+            .find(|i| text.is_char_boundary(*i))
+            .unwrap_or(cut);
+        text.drain(..cut);
+    }
+    RunCut {
+        exit_code,
+        output: text,
+        truncated: begin_idx.is_none(),
+    }
+}
+
 /// The answer to an input write: the record, or why the bytes were not delivered.
 fn input_result(
     written: Result<std::io::Result<()>, tokio::sync::oneshot::error::RecvError>,
@@ -577,6 +603,83 @@ fn proc_cmdline(pid: i32) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn lines(text: &str) -> Vec<String> {
+        text.lines().map(str::to_string).collect()
+    }
+
+    fn cut(text: &str, max_bytes: usize) -> RunCut {
+        let end = regex::Regex::new("__MAXX_END_ab12:(-?[0-9]+)").unwrap();
+        cut_run_output(&lines(text), "__MAXX_BEGIN_ab12", &end, max_bytes)
+    }
+
+    #[test]
+    fn a_run_is_cut_between_its_printed_markers() {
+        // The echoed command line has the markers with a space: it is not a marker.
+        let screen = "$ printf '%s_%s\\n' __MAXX_BEGIN ab12; (ls); printf '%s_%s:%d\\n' __MAXX_END ab12 \"$?\"\n\
+                      __MAXX_BEGIN_ab12\n\
+                      one\n\
+                      two\n\
+                      __MAXX_END_ab12:3\n\
+                      $ ";
+        let got = cut(screen, 1 << 20);
+        assert_eq!(
+            got,
+            RunCut {
+                exit_code: 3,
+                output: "one\ntwo".into(),
+                truncated: false
+            }
+        );
+    }
+
+    #[test]
+    fn output_without_a_final_newline_keeps_its_last_piece() {
+        let got = cut("__MAXX_BEGIN_ab12\npartial__MAXX_END_ab12:-2", 1 << 20);
+        assert_eq!(got.exit_code, -2);
+        assert_eq!(got.output, "partial");
+    }
+
+    #[test]
+    fn a_begin_marker_scrolled_away_truncates() {
+        let got = cut("x\ny\n__MAXX_END_ab12:0\n$ ", 1 << 20);
+        assert_eq!(
+            got,
+            RunCut {
+                exit_code: 0,
+                output: "x\ny".into(),
+                truncated: true
+            }
+        );
+    }
+
+    #[test]
+    fn without_an_end_marker_the_code_is_minus_one() {
+        let got = cut("__MAXX_BEGIN_ab12\nstill going", 1 << 20);
+        assert_eq!((got.exit_code, got.output.as_str()), (-1, "still going"));
+    }
+
+    #[test]
+    fn the_last_end_marker_and_the_begin_before_it_win() {
+        let screen = "__MAXX_BEGIN_ab12\nold\n__MAXX_END_ab12:1\n\
+                      __MAXX_BEGIN_ab12\nnew\n__MAXX_END_ab12:0";
+        let got = cut(screen, 1 << 20);
+        assert_eq!((got.exit_code, got.output.as_str()), (0, "new"));
+    }
+
+    #[test]
+    fn long_output_keeps_its_newest_bytes_on_a_char_boundary() {
+        // 6 bytes of two-byte characters, 3 allowed: the cut moves up to a boundary.
+        let got = cut(
+            "__MAXX_BEGIN_ab12\n\u{e9}\u{e9}\u{e9}\n__MAXX_END_ab12:0",
+            3,
+        );
+        assert_eq!(got.output, "\u{e9}");
+        assert!(
+            !got.truncated,
+            "`truncated` says the start was lost, not the cap"
+        );
+    }
 
     #[test]
     fn paste_encoding() {

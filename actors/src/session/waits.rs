@@ -64,23 +64,7 @@ impl SessionState {
         };
         match condition {
             WaitCondition::Lifecycle(wanted) => {
-                let current = self.view.lifecycle;
-                let rank = |l: Lifecycle| match l {
-                    Lifecycle::Running | Lifecycle::Backoff => 0,
-                    Lifecycle::Exited => 1,
-                    Lifecycle::Closed | Lifecycle::Archived => 2,
-                };
-                // A closed session can still be archived; nothing else follows a terminal one.
-                let still_possible = current == Lifecycle::Closed && *wanted == Lifecycle::Archived;
-                if current == *wanted {
-                    Some((Outcome::Matched, None))
-                } else if !still_possible
-                    && (current.is_terminal() || rank(current) > rank(*wanted))
-                {
-                    Some((Outcome::Ended, None))
-                } else {
-                    None
-                }
+                lifecycle_wait(self.view.lifecycle, *wanted).map(|outcome| (outcome, None))
             }
             WaitCondition::State(wanted) => {
                 if self.view.status.as_deref() == Some(wanted.as_str()) {
@@ -154,6 +138,63 @@ impl SessionState {
                 let run = self.runs.swap_remove(pos);
                 let result = self.finish_run(&run);
                 let _ = run.reply.send(Ok(result));
+            }
+        }
+    }
+}
+
+/// How far along the lifecycle a state is: a session only moves forward (`running` and
+/// `backoff` alternate at the start; a restart starts over, and a wait then sees `running`).
+fn lifecycle_rank(lifecycle: Lifecycle) -> u8 {
+    match lifecycle {
+        Lifecycle::Running | Lifecycle::Backoff => 0,
+        Lifecycle::Exited => 1,
+        Lifecycle::Closed | Lifecycle::Archived => 2,
+    }
+}
+
+/// A wait for lifecycle `wanted` while the session is `current`: `Matched`, `Ended` (it
+/// can no longer be reached without a restart), or `None` (still pending).
+pub(super) fn lifecycle_wait(current: Lifecycle, wanted: Lifecycle) -> Option<Outcome> {
+    // A closed session can still be archived; nothing else follows a terminal one.
+    let still_possible = current == Lifecycle::Closed && wanted == Lifecycle::Archived;
+    if current == wanted {
+        Some(Outcome::Matched)
+    } else if !still_possible
+        && (current.is_terminal() || lifecycle_rank(current) > lifecycle_rank(wanted))
+    {
+        Some(Outcome::Ended)
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Lifecycle::{Archived, Backoff, Closed, Exited, Running};
+
+    #[test]
+    fn a_lifecycle_wait_matches_waits_or_ends() {
+        const M: Option<Outcome> = Some(Outcome::Matched);
+        const E: Option<Outcome> = Some(Outcome::Ended);
+        const W: Option<Outcome> = None;
+        let all = [Running, Backoff, Exited, Closed, Archived];
+        // Rows: current; columns: wanted, in the order of `all`.
+        let expected = [
+            [M, W, W, W, W], // running: anything may still come
+            [W, M, W, W, W], // backoff: a restart brings running back
+            [E, E, M, W, W], // exited: no way back to running without a restart
+            [E, E, E, M, W], // closed: only an archive may follow
+            [E, E, E, E, M], // archived: final
+        ];
+        for (current, row) in all.iter().zip(expected) {
+            for (wanted, want) in all.iter().zip(row) {
+                assert_eq!(
+                    lifecycle_wait(*current, *wanted),
+                    want,
+                    "current {current:?}, wanted {wanted:?}"
+                );
             }
         }
     }
