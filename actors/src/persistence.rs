@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, BufRead, BufReader, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
 use std::sync::Arc;
@@ -478,58 +478,23 @@ fn open_journal(path: &Path, opts: &mut OpenOptions) -> io::Result<File> {
     crate::control_dir::open_regular(path, opts.mode(0o600), false)
 }
 
-/// Read a file of the control dir without following a symlink and without blocking (a FIFO
-/// would block a plain `open` until a writer came): anything but a regular file of at most
-/// `max` bytes is an error naming what it is. `Ok(None)` when there is no file.
-fn read_bounded(path: &Path, max: u64) -> io::Result<Option<Vec<u8>>> {
-    let file = match OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)
-    {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                "it is a symlink (never followed)",
-            ))
-        }
-        Err(e) => return Err(e),
-    };
-    let meta = file.metadata()?;
-    let kind = meta.file_type();
-    if !kind.is_file() {
-        use std::os::unix::fs::FileTypeExt;
-        let what = if kind.is_dir() {
-            "a directory"
-        } else if kind.is_fifo() {
-            "a FIFO"
-        } else if kind.is_socket() {
-            "a socket"
-        } else {
-            "a device"
-        };
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("it is {what}, not a regular file"),
-        ));
-    }
-    if meta.len() > max {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("it is {} bytes; the limit is {max}", meta.len()),
-        ));
-    }
-    let mut buf = Vec::new();
-    file.take(max + 1).read_to_end(&mut buf)?;
-    if buf.len() as u64 > max {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            "it grew while read",
-        ));
-    }
-    Ok(Some(buf))
+/// Read a registry file: a regular file of at most `max` bytes, never through a symlink and
+/// never blocking on a FIFO. `Ok(None)` when there is no file; the error says what the file
+/// is or its size (shown in `registry_unreadable.reason`).
+fn read_bounded(path: &Path, max: u64) -> Result<Option<Vec<u8>>, String> {
+    use crate::control_dir::{read_regular_bounded, ReadBoundedError};
+    read_regular_bounded(path, max, false).map_err(|e| match e {
+        ReadBoundedError::NotRegular(_) => match e.what() {
+            Some("a symlink") => "it is a symlink (never followed)".to_string(),
+            Some(what @ ("a directory" | "a FIFO" | "a socket")) => {
+                format!("it is {what}, not a regular file")
+            }
+            _ => "it is a device, not a regular file".to_string(),
+        },
+        ReadBoundedError::TooLarge(len) => format!("it is {len} bytes; the limit is {max}"),
+        ReadBoundedError::Grew => "it grew while read".to_string(),
+        ReadBoundedError::Io(e) => e.to_string(),
+    })
 }
 
 /// How deep the JSON in `bytes` nests, scanned without recursion (strings and escapes
@@ -691,7 +656,7 @@ impl PersistState {
                 ),
                 Err(e) => self.unreadable(REGISTRY_FILE, format!("it does not parse ({e})")),
             },
-            Err(e) => self.unreadable(REGISTRY_FILE, e.to_string()),
+            Err(e) => self.unreadable(REGISTRY_FILE, e),
         }
         if self.read_only {
             return records;
@@ -712,7 +677,7 @@ impl PersistState {
                 tracing::info!(applied, "journal replayed");
             }
             // Ignoring it would lose what it holds at the next fold: preserve it instead.
-            Err(e) => self.unreadable(JOURNAL_FILE, e.to_string()),
+            Err(e) => self.unreadable(JOURNAL_FILE, e),
         }
         records
     }
