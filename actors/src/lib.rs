@@ -5,7 +5,7 @@
 //! │                                                        if a core actor fails
 //! ├── RegistryActor                   registry.rs          session table, ids, focus, group
 //! │                                                        counters, parent graph, record copies
-//! ├── PersistenceActor                persistence.rs       registry.json + journal, retention
+//! ├── PersistenceActor                persistence/         registry.json + journal (retention.rs)
 //! ├── PolicyActor                     policy.rs            (source, capability, target) -> decision
 //! ├── BusActor                        bus.rs               process-wide cursor, ring, subscribers
 //! ├── SessionSupervisor               session_supervisor.rs  recovers a failed session's record
@@ -48,6 +48,7 @@ pub mod policy;
 pub mod profiles;
 pub mod pty;
 pub mod registry;
+pub mod retention;
 pub mod root_supervisor;
 pub mod screen;
 pub mod screen_model;

@@ -11,7 +11,8 @@
 //! announced on the bus (`dropped`) and is forgotten by the durable registry.
 
 use crate::bus::BusMsg;
-use crate::persistence::{last_activity, PersistMsg, RETENTION_AGE};
+use crate::persistence::PersistMsg;
+use crate::retention::{self, last_activity};
 use crate::session::{Dormant, SessionActor, SessionArgs, SessionMsg, SessionStart, SpawnContext};
 use crate::session_supervisor::SESSION_ACTOR_PREFIX;
 use crate::stats::Stats;
@@ -367,11 +368,11 @@ impl RegistryState {
     }
 
     /// Drop the dormant records retention no longer keeps: past the count cap (oldest
-    /// first) or older than [`RETENTION_AGE`]. Live records are never dropped.
+    /// first) or older than [`retention::RETENTION_AGE`]. Live records are never dropped.
     fn enforce_retention(&mut self, now: SystemTime) {
         let mut dropped = Vec::new();
         while let Some((at, _)) = self.dormant.first() {
-            let aged = now.duration_since(*at).unwrap_or_default() > RETENTION_AGE;
+            let aged = retention::aged(*at, now);
             if self.dormant.len() <= self.retain && !aged {
                 break;
             }

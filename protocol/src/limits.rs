@@ -124,7 +124,7 @@ pub const RECORD_FIXED_MAX_BYTES: usize = 4096;
 /// (~205 KiB). Metadata and `result_schema` are bounded as compact JSON already; every
 /// other string is bounded in chars (or bytes), and a char escapes to at most
 /// [`JSON_ESCAPED_CHAR_MAX_BYTES`]. Checked against a worst-case record by
-/// `the_largest_possible_record_fits_record_max_bytes` (actors/src/persistence.rs).
+/// `the_largest_possible_record_fits_record_max_bytes` (actors/src/persistence/mod.rs).
 pub const RECORD_MAX_BYTES: usize = JSON_ESCAPED_CHAR_MAX_BYTES
     * (TITLE_MAX_CHARS
         + COMMAND_MAX_CHARS

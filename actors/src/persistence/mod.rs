@@ -15,24 +15,31 @@
 //!
 //! Never persisted: the create-time `env` (it may hold secrets) and the token.
 //! See `docs/persistence.md`.
+//!
+//! Layout: this file holds the actor, its messages and the order of operations;
+//! `snapshot.rs` the snapshot format and the fold; `journal.rs` the write-ahead lines, failed
+//! writes and replay. Retention (which records are kept) is [`crate::retention`], shared
+//! with the registry.
+
+mod journal;
+mod snapshot;
+
+pub use crate::retention::{last_activity, AUDIT_ON_DISK, RETENTION_AGE, RETENTION_COUNT};
+pub use snapshot::{apply_retention, Record, LOAD_MAX_DEPTH};
 
 use crate::audit_log::EncodedEntry;
 use crate::control_dir::ControlDir;
 use crate::stats::Stats;
-use maxx_protocol::audit::AuditEntry;
-use maxx_protocol::error::{ErrorBody, ErrorCode};
+use journal::Encoded;
+use maxx_protocol::error::ErrorBody;
 use maxx_protocol::limits::{RECORD_MAX_BYTES, RETAINED_RECORDS_MAX};
-use maxx_protocol::session::{Lifecycle, SessionView};
+use maxx_protocol::session::SessionView;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
-use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
+use snapshot::{detach, Stored};
 use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
-use std::io::{self, BufRead, BufReader, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-use std::path::Path;
+use std::fs::File;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 /// Snapshot file name.
 pub const REGISTRY_FILE: &str = "registry.json";
@@ -70,55 +77,9 @@ const _: () = assert!(SNAPSHOT_RECORDS_MAX_BYTES + 16 * 1024 * 1024 <= REGISTRY_
 const _: () = assert!(
     FOLD_BYTES as usize + BACKLOG_MAX_BYTES + RECORD_MAX_BYTES + 64 < JOURNAL_MAX_BYTES as usize
 );
-/// Records observed terminal are dropped this long after their last change.
-pub const RETENTION_AGE: Duration = Duration::from_secs(14 * 24 * 3600);
-/// At most this many records are kept (newest first) unless `maxx daemon --retain-records`
-/// says otherwise.
-pub const RETENTION_COUNT: usize = maxx_protocol::limits::RETAINED_RECORDS;
-/// At most this many audit entries per record on disk (newest kept).
-pub const AUDIT_ON_DISK: usize = 1000;
-/// Deepest nesting a load reads. What this build writes nests at most
-/// `JSON_MAX_DEPTH + PERSIST_WRAP_DEPTH` (69) levels; older builds accepted values up to
-/// serde_json's request limit, which a snapshot wrapped to ~132. Anything deeper is not a file
-/// any build wrote: it is unreadable (preserved, mutations refused), never a stack overflow.
-pub const LOAD_MAX_DEPTH: usize = 256;
-/// Stack of the thread that parses a file nesting deeper than serde_json's default limit
-/// (virtual: only what the parse touches is used; [`LOAD_MAX_DEPTH`] levels need far less).
-const DEEP_PARSE_STACK: usize = 64 * 1024 * 1024;
 /// Journal lines kept in memory while the journal cannot be written (disk full). Past this,
 /// they are dropped and the next successful write is a whole snapshot instead.
 pub const BACKLOG_MAX_BYTES: usize = 4 * 1024 * 1024;
-
-/// One persisted session: its record and its audit log.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Record {
-    /// The record as `sessions.get` shows it.
-    pub session: SessionView,
-    /// Its audit log (newest [`AUDIT_ON_DISK`] on disk).
-    #[serde(default)]
-    pub audit: Vec<AuditEntry>,
-}
-
-#[derive(Serialize, Deserialize)]
-struct Snapshot {
-    sessions: Vec<Record>,
-    version: u32,
-}
-
-#[derive(Serialize, Deserialize)]
-#[serde(tag = "op", rename_all = "snake_case")]
-enum Op {
-    Session {
-        session: Box<SessionView>,
-    },
-    Audit {
-        entry: Box<AuditEntry>,
-    },
-    /// Retention dropped the record from the live registry: it is gone for good.
-    Drop {
-        session_id: String,
-    },
-}
 
 /// Messages the persistence actor handles.
 pub enum PersistMsg {
@@ -204,367 +165,6 @@ pub struct PersistState {
 /// The actor.
 pub struct PersistenceActor;
 
-fn parse_time(text: &str) -> SystemTime {
-    humantime::parse_rfc3339(text).unwrap_or(SystemTime::UNIX_EPOCH)
-}
-
-/// The later of `updated_at` and `last_seen_at`: what retention orders records by.
-pub fn last_activity(v: &SessionView) -> SystemTime {
-    let updated = parse_time(&v.updated_at);
-    match &v.last_seen_at {
-        Some(seen) => updated.max(parse_time(seen)),
-        None => updated,
-    }
-}
-
-/// Apply the retention policy: drop terminal records older than [`RETENTION_AGE`] (never one
-/// that may still be live), keep the newest `count` ([`RETENTION_COUNT`] by default), bound
-/// each audit log to [`AUDIT_ON_DISK`]. Records come back newest first.
-pub fn apply_retention(records: Vec<Record>, now: SystemTime, count: usize) -> Vec<Record> {
-    let mut kept: Vec<Record> = records
-        .into_iter()
-        .filter(|r| {
-            let terminal = r.session.lifecycle.is_terminal();
-            let age = now
-                .duration_since(last_activity(&r.session))
-                .unwrap_or_default();
-            !(terminal && age > RETENTION_AGE)
-        })
-        .collect();
-    kept.sort_by_key(|r| std::cmp::Reverse(last_activity(&r.session)));
-    kept.truncate(count);
-    for r in &mut kept {
-        if r.audit.len() > AUDIT_ON_DISK {
-            r.audit.drain(..r.audit.len() - AUDIT_ON_DISK);
-        }
-    }
-    kept
-}
-
-/// A record as the persistence actor keeps it between snapshots: already JSON. A record then
-/// costs about its encoded size (a view ~1 KiB, an audit entry ~250 B) instead of a struct
-/// with a heap allocation per field (an audit entry ~750 B), and a fold concatenates
-/// instead of encoding. Parsed back only to restore or recover a session.
-struct Stored {
-    /// The `SessionView`.
-    view: Box<RawValue>,
-    /// For retention: the view's lifecycle and `max(updated_at, last_seen_at)`.
-    lifecycle: Lifecycle,
-    activity: SystemTime,
-    /// Audit entries, oldest first (shared with the session's own log).
-    audit: Vec<EncodedEntry>,
-    /// Seq of the newest entry (replayed duplicates are skipped).
-    last_seq: u64,
-}
-
-impl Stored {
-    fn new(view: &SessionView) -> Option<Stored> {
-        Some(Stored {
-            view: serde_json::value::to_raw_value(view).ok()?,
-            lifecycle: view.lifecycle,
-            activity: last_activity(view),
-            audit: Vec::new(),
-            last_seq: 0,
-        })
-    }
-
-    fn from_record(r: &Record) -> Option<Stored> {
-        let mut stored = Stored::new(&r.session)?;
-        stored.audit = r
-            .audit
-            .iter()
-            .filter_map(crate::audit_log::encode)
-            .collect();
-        stored.last_seq = r.audit.last().map_or(0, |e| e.seq);
-        Some(stored)
-    }
-
-    fn to_record(&self) -> Option<Record> {
-        Some(Record {
-            session: serde_json::from_str(self.view.get()).ok()?,
-            audit: self
-                .audit
-                .iter()
-                .filter_map(|e| serde_json::from_str(e.get()).ok())
-                .collect(),
-        })
-    }
-
-    /// Bytes this record takes in a snapshot when its `skip` oldest entries are left out.
-    fn encoded_len(&self, skip: usize) -> usize {
-        let audit: usize = self.audit[skip..].iter().map(|e| e.get().len() + 1).sum();
-        r#"{"session":,"audit":[]},"#.len() + self.view.get().len() + audit
-    }
-}
-
-/// Apply the retention policy of [`apply_retention`] to the stored records; returns the
-/// ids of those kept, newest first.
-fn retain_stored(
-    records: &mut HashMap<String, Stored>,
-    now: SystemTime,
-    count: usize,
-) -> Vec<String> {
-    records.retain(|_, r| {
-        let age = now.duration_since(r.activity).unwrap_or_default();
-        !(r.lifecycle.is_terminal() && age > RETENTION_AGE)
-    });
-    let mut order: Vec<(SystemTime, String)> = records
-        .iter()
-        .map(|(id, r)| (r.activity, id.clone()))
-        .collect();
-    order.sort_by_key(|(t, _)| std::cmp::Reverse(*t));
-    for (_, id) in order.drain(count.min(order.len())..) {
-        records.remove(&id);
-    }
-    for r in records.values_mut() {
-        if r.audit.len() > AUDIT_ON_DISK {
-            r.audit.drain(..r.audit.len() - AUDIT_ON_DISK);
-            r.audit.shrink_to_fit();
-        }
-    }
-    order.into_iter().map(|(_, id)| id).collect()
-}
-
-/// Encode a snapshot of `order` that fits in `max` bytes, leaving out the oldest audit
-/// entries of the busiest records (halving the busiest each round) until it does. `None` if
-/// even with no audit at all it does not fit.
-fn encode_fitting(
-    records: &HashMap<String, Stored>,
-    order: &[String],
-    max: usize,
-) -> Option<Vec<u8>> {
-    const OPEN: &str = r#"{"sessions":["#;
-    let close = format!(r#"],"version":{REGISTRY_VERSION}}}"#);
-    let list: Vec<&Stored> = order.iter().filter_map(|id| records.get(id)).collect();
-    let mut skip = vec![0usize; list.len()];
-    let mut total = OPEN.len() + close.len() + list.iter().map(|r| r.encoded_len(0)).sum::<usize>();
-    while total > max {
-        let (i, left) = list
-            .iter()
-            .zip(&skip)
-            .map(|(r, s)| r.audit.len() - s)
-            .enumerate()
-            .filter(|(_, left)| *left > 0)
-            .max_by_key(|(_, left)| *left)?;
-        let drop = left.div_ceil(2);
-        let r = list[i];
-        total -= r.audit[skip[i]..skip[i] + drop]
-            .iter()
-            .map(|e| e.get().len() + 1)
-            .sum::<usize>();
-        skip[i] += drop;
-    }
-    let mut out = Vec::with_capacity(total);
-    out.extend_from_slice(OPEN.as_bytes());
-    for (n, (r, s)) in list.iter().zip(&skip).enumerate() {
-        if n > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(br#"{"session":"#);
-        out.extend_from_slice(r.view.get().as_bytes());
-        out.extend_from_slice(br#","audit":["#);
-        for (k, e) in r.audit[*s..].iter().enumerate() {
-            if k > 0 {
-                out.push(b',');
-            }
-            out.extend_from_slice(e.get().as_bytes());
-        }
-        out.extend_from_slice(b"]}");
-    }
-    out.extend_from_slice(close.as_bytes());
-    Some(out)
-}
-
-/// One journal line, encoded once: the line is written and its payload kept as stored.
-enum Encoded {
-    Session {
-        view: Box<RawValue>,
-        id: String,
-        lifecycle: Lifecycle,
-        activity: SystemTime,
-    },
-    Audit {
-        entry: EncodedEntry,
-        session_id: String,
-        seq: u64,
-    },
-    Drop {
-        line: Vec<u8>,
-        session_id: String,
-    },
-}
-
-impl Encoded {
-    fn session(view: &SessionView) -> Option<Encoded> {
-        Some(Encoded::Session {
-            view: serde_json::value::to_raw_value(view).ok()?,
-            id: view.session_id.clone(),
-            lifecycle: view.lifecycle,
-            activity: last_activity(view),
-        })
-    }
-
-    fn drop(session_id: String) -> Option<Encoded> {
-        let mut line = serde_json::to_vec(&Op::Drop {
-            session_id: session_id.clone(),
-        })
-        .ok()?;
-        line.push(b'\n');
-        Some(Encoded::Drop { line, session_id })
-    }
-
-    /// The journal line (the same shape `Op` reads back).
-    fn line(&self) -> Vec<u8> {
-        let (head, raw): (&str, &RawValue) = match self {
-            Encoded::Session { view, .. } => (r#"{"op":"session","session":"#, view),
-            Encoded::Audit { entry, .. } => (r#"{"op":"audit","entry":"#, entry),
-            Encoded::Drop { line, .. } => return line.clone(),
-        };
-        let mut line = Vec::with_capacity(head.len() + raw.get().len() + 2);
-        line.extend_from_slice(head.as_bytes());
-        line.extend_from_slice(raw.get().as_bytes());
-        line.extend_from_slice(b"}\n");
-        line
-    }
-}
-
-/// Apply an operation to records in their struct form (loading).
-fn apply_to(records: &mut HashMap<String, Record>, op: Op) {
-    match op {
-        Op::Session { session } => match records.get_mut(&session.session_id) {
-            Some(r) => r.session = *session,
-            None => {
-                records.insert(
-                    session.session_id.clone(),
-                    Record {
-                        session: *session,
-                        audit: Vec::new(),
-                    },
-                );
-            }
-        },
-        Op::Audit { entry } => {
-            if let Some(r) = records.get_mut(&entry.session_id) {
-                if r.audit.last().is_none_or(|last| last.seq < entry.seq) {
-                    r.audit.push(*entry);
-                }
-            }
-        }
-        Op::Drop { session_id } => {
-            records.remove(&session_id);
-        }
-    }
-}
-
-/// What a restored record looks like: detached from any surface; nothing guessed.
-fn detach(mut r: Record) -> Record {
-    let v = &mut r.session;
-    if v.lifecycle != Lifecycle::Archived {
-        v.lifecycle = Lifecycle::Closed;
-    }
-    v.pid = None;
-    v.focused = false;
-    v.restored = true;
-    // A daemon restart never resurrects processes by policy on its own.
-    v.next_restart_at = None;
-    r
-}
-
-/// Open `registry.journal` for writing through [`open_regular`]: `O_NOFOLLOW`, `O_NONBLOCK`
-/// (cleared once it is known to be a regular file), `O_CLOEXEC`, mode 0600, and `fstat` must
-/// show a regular file. A symlink is never opened (so never truncated or appended through)
-/// and a FIFO never blocks the actor.
-fn open_journal(path: &Path, opts: &mut OpenOptions) -> io::Result<File> {
-    crate::control_dir::open_regular(path, opts.mode(0o600), false)
-}
-
-/// Read a registry file: a regular file of at most `max` bytes, never through a symlink and
-/// never blocking on a FIFO. `Ok(None)` when there is no file; the error says what the file
-/// is or its size (shown in `registry_unreadable.reason`).
-fn read_bounded(path: &Path, max: u64) -> Result<Option<Vec<u8>>, String> {
-    use crate::control_dir::{read_regular_bounded, ReadBoundedError};
-    read_regular_bounded(path, max, false).map_err(|e| match e {
-        ReadBoundedError::NotRegular(_) => match e.what() {
-            Some("a symlink") => "it is a symlink (never followed)".to_string(),
-            Some(what @ ("a directory" | "a FIFO" | "a socket")) => {
-                format!("it is {what}, not a regular file")
-            }
-            _ => "it is a device, not a regular file".to_string(),
-        },
-        ReadBoundedError::TooLarge(len) => format!("it is {len} bytes; the limit is {max}"),
-        ReadBoundedError::Grew => "it grew while read".to_string(),
-        ReadBoundedError::Io(e) => e.to_string(),
-    })
-}
-
-/// How deep the JSON in `bytes` nests, scanned without recursion (strings and escapes
-/// skipped). Malformed input gives some number; the parse reports the malformation.
-fn nesting_depth(bytes: &[u8]) -> usize {
-    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
-    for &b in bytes {
-        if in_string {
-            match b {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'[' | b'{' => {
-                depth += 1;
-                deepest = deepest.max(depth);
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    deepest
-}
-
-/// Parse what a load reads: never limited by serde_json's default recursion limit (127
-/// nested containers) for a file up to [`LOAD_MAX_DEPTH`] deep, never a stack overflow for
-/// a deeper one (refused before parsing). A deep file is parsed with the recursion limit off
-/// on a thread whose stack is sized for it. The error names the position, never the content
-/// (a value could be anything a caller stored).
-fn parse_registry_json<T: serde::de::DeserializeOwned + Send>(bytes: &[u8]) -> Result<T, String> {
-    let depth = nesting_depth(bytes);
-    if depth > LOAD_MAX_DEPTH {
-        return Err(format!(
-            "it nests {depth} levels deep, over the limit of {LOAD_MAX_DEPTH}"
-        ));
-    }
-    let describe = |e: serde_json::Error| {
-        format!(
-            "{:?} error at line {} column {}",
-            e.classify(),
-            e.line(),
-            e.column()
-        )
-        .to_lowercase()
-    };
-    if depth < maxx_protocol::limits::SERDE_JSON_MAX_NESTING {
-        return serde_json::from_slice(bytes).map_err(describe);
-    }
-    std::thread::scope(|scope| {
-        std::thread::Builder::new()
-            .name("maxx-load".into())
-            .stack_size(DEEP_PARSE_STACK)
-            .spawn_scoped(scope, || {
-                let mut de = serde_json::Deserializer::from_slice(bytes);
-                de.disable_recursion_limit();
-                let value = T::deserialize(&mut de).map_err(describe)?;
-                de.end().map_err(describe)?;
-                Ok(value)
-            })
-            .map_err(|e| format!("could not start the load thread: {e}"))?
-            .join()
-            .unwrap_or_else(|_| Err("the parse panicked".into()))
-    })
-}
-
 impl PersistState {
     fn new(dir: ControlDir, fsync: bool, stats: Arc<Stats>, retain: usize) -> Self {
         PersistState {
@@ -638,46 +238,9 @@ impl PersistState {
     /// Load the snapshot and replay the journal. Never writes.
     fn load(&mut self) -> HashMap<String, Record> {
         let mut records = HashMap::new();
-        let snapshot_path = self.dir.path().join(REGISTRY_FILE);
-        match read_bounded(&snapshot_path, REGISTRY_MAX_BYTES as u64) {
-            Ok(None) => {}
-            Ok(Some(bytes)) => match parse_registry_json::<Snapshot>(&bytes) {
-                Ok(s) if s.version == REGISTRY_VERSION => {
-                    for r in s.sessions {
-                        records.insert(r.session.session_id.clone(), r);
-                    }
-                }
-                Ok(s) => self.unreadable(
-                    REGISTRY_FILE,
-                    format!(
-                        "it has version {}; this build reads {REGISTRY_VERSION}",
-                        s.version
-                    ),
-                ),
-                Err(e) => self.unreadable(REGISTRY_FILE, format!("it does not parse ({e})")),
-            },
-            Err(e) => self.unreadable(REGISTRY_FILE, e),
-        }
-        if self.read_only {
-            return records;
-        }
-        let journal_path = self.dir.path().join(JOURNAL_FILE);
-        match read_bounded(&journal_path, JOURNAL_MAX_BYTES) {
-            Ok(None) => {}
-            Ok(Some(bytes)) => {
-                let mut applied = 0usize;
-                for line in BufReader::new(&bytes[..]).split(b'\n') {
-                    let Ok(line) = line else { break };
-                    // A torn last line from a crash mid-write is skipped.
-                    if let Ok(op) = parse_registry_json::<Op>(&line) {
-                        apply_to(&mut records, op);
-                        applied += 1;
-                    }
-                }
-                tracing::info!(applied, "journal replayed");
-            }
-            // Ignoring it would lose what it holds at the next fold: preserve it instead.
-            Err(e) => self.unreadable(JOURNAL_FILE, e),
+        self.load_snapshot(&mut records);
+        if !self.read_only {
+            self.replay_journal(&mut records);
         }
         records
     }
@@ -692,240 +255,6 @@ impl PersistState {
             .stats
             .registry_unreadable
             .set(crate::stats::RegistryUnreadable { file: path, reason });
-    }
-
-    /// Write a new snapshot from the current records and truncate the journal. On failure
-    /// the last readable `registry.json` and the journal stay as they were.
-    fn fold(&mut self) -> io::Result<()> {
-        if self.read_only {
-            return Ok(());
-        }
-        let order = retain_stored(&mut self.records, SystemTime::now(), self.retain);
-        // Cannot happen within the limits (REGISTRY_MAX_BYTES holds RETAINED_RECORDS_MAX
-        // records of RECORD_MAX_BYTES); if it did, the journal keeps every operation and
-        // stops at JOURNAL_MAX_BYTES (refusing), so nothing acknowledged is lost.
-        let Some(bytes) = encode_fitting(&self.records, &order, REGISTRY_MAX_BYTES) else {
-            let e = io::Error::other(format!(
-                "the registry does not fit in {REGISTRY_MAX_BYTES} bytes even without audit history"
-            ));
-            self.fold_failed(&e);
-            return Err(e);
-        };
-        // Temp file + rename: a full disk fails the temp file, never registry.json.
-        if let Err(e) = self.dir.write_private(REGISTRY_FILE, &bytes) {
-            Stats::add(&self.stats.journal_write_errors, 1);
-            self.fold_failed(&e);
-            return Err(e);
-        }
-        if std::mem::take(&mut self.fold_failing) {
-            tracing::warn!(bytes = bytes.len(), "registry.json written again");
-        }
-        self.next_fold_at = 0;
-        // The snapshot now holds everything the journal (and the backlog) did.
-        self.backlog.clear();
-        self.backlog_lost = false;
-        self.torn = false;
-        // Never through a link, never blocking on a FIFO: a symlink or FIFO planted at the
-        // journal's name is refused here (its target untouched), and the next mutation's
-        // journal write is refused the same way (`persistence_failed`).
-        match open_journal(
-            &self.dir.path().join(JOURNAL_FILE),
-            OpenOptions::new().create(true).write(true).truncate(true),
-        ) {
-            Ok(f) => {
-                self.journal = Some(f);
-                self.journal_bytes = 0;
-            }
-            Err(e) => {
-                // The snapshot is complete; stale journal lines replay harmlessly over it.
-                tracing::error!(error = %e, "could not reset registry.journal");
-                self.journal = None;
-            }
-        }
-        self.caught_up();
-        Ok(())
-    }
-
-    /// A snapshot could not be written: say so once per failing streak (not once per
-    /// operation), and try again only once the journal has grown [`FOLD_RETRY_BYTES`] more.
-    fn fold_failed(&mut self, e: &io::Error) {
-        if self.fold_failing {
-            tracing::debug!(error = %e, "registry.json still cannot be written");
-        } else {
-            tracing::error!(error = %e, "could not write registry.json; keeping the last readable file and the journal (retried as the journal grows)");
-            self.fold_failing = true;
-        }
-        self.next_fold_at = self.journal_bytes + FOLD_RETRY_BYTES;
-    }
-
-    /// Append `bytes` (whole lines) to the journal in one write. A failed write is cut back
-    /// to the last complete line. A write that would take the journal past
-    /// [`JOURNAL_MAX_BYTES`] (only possible while snapshots fail) is refused: the next start
-    /// would not read such a journal.
-    fn write_journal(&mut self, bytes: &[u8]) -> io::Result<()> {
-        let path = self.dir.path().join(JOURNAL_FILE);
-        if self.journal.is_none() {
-            let f = open_journal(&path, OpenOptions::new().create(true).append(true))?;
-            self.journal_bytes = f.metadata()?.len();
-            self.journal = Some(f);
-        }
-        if self.journal_bytes + 1 + bytes.len() as u64 > JOURNAL_MAX_BYTES {
-            return Err(io::Error::other(format!(
-                "registry.journal would pass its {JOURNAL_MAX_BYTES}-byte limit and registry.json \
-                 cannot be written to fold it"
-            )));
-        }
-        let Some(f) = self.journal.as_mut() else {
-            return Err(io::Error::other("registry.journal is not open"));
-        };
-        // Removed, renamed away or replaced under us (by a symlink, a FIFO, another file):
-        // lines written to the file we hold would not be at the journal's name at the next
-        // start. The caller writes a snapshot instead, and the reopen refuses anything but a
-        // regular file.
-        let held = f.metadata()?;
-        let at_path = std::fs::symlink_metadata(&path);
-        if held.nlink() == 0
-            || !at_path.is_ok_and(|m| m.dev() == held.dev() && m.ino() == held.ino())
-        {
-            self.journal = None;
-            return Err(io::Error::new(
-                io::ErrorKind::NotFound,
-                "registry.journal was removed or replaced",
-            ));
-        }
-        let lead: &[u8] = if self.torn { b"\n" } else { b"" };
-        let result = (|| {
-            if !lead.is_empty() {
-                f.write_all(lead)?;
-            }
-            f.write_all(bytes)?;
-            if self.fsync {
-                f.sync_data()?;
-            }
-            Ok(())
-        })();
-        match result {
-            Ok(()) => {
-                self.journal_bytes += (lead.len() + bytes.len()) as u64;
-                self.torn = false;
-                Ok(())
-            }
-            Err(e) => {
-                // ENOSPC can land part of a line. Cut it off (truncating needs no space);
-                // if even that fails, the next write starts on a new line.
-                if f.set_len(self.journal_bytes).is_err() {
-                    self.torn = true;
-                    self.journal = None;
-                }
-                Err(e)
-            }
-        }
-    }
-
-    fn behind(&self) -> bool {
-        self.failure.is_some()
-    }
-
-    fn fell_behind(&mut self, e: &io::Error) {
-        use std::sync::atomic::Ordering;
-        if self.failure.is_none() {
-            tracing::error!(error = %e, "journal write failed; mutations are refused until it can be written");
-            self.stats.journal_behind.store(1, Ordering::Relaxed);
-        }
-        Stats::add(&self.stats.journal_write_errors, 1);
-        self.failure_unsafe = crate::control_dir::unsafe_file(e).is_some();
-        self.failure = Some(e.to_string());
-    }
-
-    fn caught_up(&mut self) {
-        use std::sync::atomic::Ordering;
-        if self.failure.take().is_some() {
-            tracing::warn!("journal writable again; the operations held in memory are written");
-            self.stats.journal_behind.store(0, Ordering::Relaxed);
-        }
-    }
-
-    /// Write what the journal is missing: the backlog, or (if it was dropped) a snapshot.
-    fn catch_up(&mut self) {
-        if self.read_only || !self.behind() {
-            return;
-        }
-        let full = self.journal_bytes + 1 + self.backlog.len() as u64 > JOURNAL_MAX_BYTES;
-        if self.backlog_lost || full {
-            // fold() reports its own failure; a success clears the backlog.
-            let _ = tokio::task::block_in_place(|| self.fold());
-            return;
-        }
-        let backlog = std::mem::take(&mut self.backlog);
-        match self.write_journal(&backlog) {
-            Ok(()) => self.caught_up(),
-            Err(e) => {
-                self.backlog = backlog;
-                self.fell_behind(&e);
-            }
-        }
-    }
-
-    /// The error an acknowledgement carries while the journal is behind.
-    fn not_durable(&self) -> Result<(), ErrorBody> {
-        if let Some(u) = self.stats.registry_unreadable.get() {
-            return Err(u.error());
-        }
-        match &self.failure {
-            None => Ok(()),
-            Some(why) => Err(ErrorBody::new(
-                ErrorCode::PersistenceFailed,
-                format!(
-                    "the registry journal cannot be written ({why}); the change is not on disk"
-                ),
-            )
-            .with_remedy(if self.failure_unsafe {
-                format!(
-                    "remove {} (the daemon never writes through a symlink, FIFO or anything \
-                     but a regular file there); the daemon writes what it holds in memory with \
-                     the next mutation",
-                    self.dir.path().join(JOURNAL_FILE).display()
-                )
-            } else {
-                "free space in the control dir (see `maxx daemon status`); the daemon writes \
-                 what it holds in memory with the next mutation"
-                    .to_string()
-            })),
-        }
-    }
-
-    fn append(&mut self, line: Vec<u8>) {
-        if self.read_only {
-            return;
-        }
-        if self.behind() {
-            // Keep the order: this line goes after what is already waiting.
-            if self.backlog.len() + line.len() > BACKLOG_MAX_BYTES {
-                self.backlog = Vec::new();
-                self.backlog_lost = true;
-            } else if !self.backlog_lost {
-                self.backlog.extend_from_slice(&line);
-            }
-            // A snapshot must wait until this operation is applied (record() runs it).
-            if !self.backlog_lost {
-                self.catch_up();
-            }
-            return;
-        }
-        // One write per line: a crash leaves at most the last line torn.
-        match self.write_journal(&line) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                // What the journal held is gone with it: only a snapshot (which also holds
-                // this operation once it is applied) catches up.
-                self.fell_behind(&e);
-                self.backlog_lost = true;
-            }
-            Err(e) => {
-                self.backlog = line;
-                self.fell_behind(&e);
-            }
-        }
     }
 
     /// Journal an operation, apply it, and fold when the journal is big. The order matters:
@@ -1027,11 +356,15 @@ impl Actor for PersistenceActor {
 
 #[cfg(test)]
 mod tests {
+    use super::journal::*;
+    use super::snapshot::*;
     use super::*;
     use maxx_protocol::audit::AuditKind;
     use maxx_protocol::session::Location;
+    use maxx_protocol::{audit::AuditEntry, error::ErrorCode, session::Lifecycle};
     use serde_json::Map;
     use std::fs;
+    use std::time::Duration;
 
     fn view(id: usize, lifecycle: Lifecycle, updated: SystemTime) -> SessionView {
         let t = maxx_protocol::time::rfc3339(updated);
@@ -1458,6 +791,8 @@ mod tests {
 
 #[cfg(test)]
 mod fold_tests {
+    use super::journal::*;
+    use super::snapshot::*;
     use super::*;
 
     /// Regression: an operation that triggers a fold must be in the snapshot the fold
@@ -1490,7 +825,10 @@ mod fold_tests {
 
 #[cfg(test)]
 mod depth_tests {
+    use super::journal::*;
+    use super::snapshot::*;
     use super::*;
+    use maxx_protocol::error::ErrorCode;
     use maxx_protocol::limits::{JSON_MAX_DEPTH, SERDE_JSON_MAX_NESTING};
     use serde_json::{json, Value};
 
