@@ -795,6 +795,56 @@ mod fold_tests {
     use super::snapshot::*;
     use super::*;
 
+    fn view_n(n: u32) -> SessionView {
+        serde_json::from_value(serde_json::json!({
+            "session_id": format!("{n:08}-0000-4000-8000-000000000000"), "surface_id": "S",
+            "title": null, "command": "true", "cwd": "/", "status": null, "lifecycle": "running",
+            "metadata": {}, "created_at": "2026-01-01T00:00:00Z",
+            "updated_at": "2026-01-01T00:00:00Z", "pid": null, "location": "tab",
+            "focused": false, "restart_count": 0, "cols": 80, "rows": 24
+        }))
+        .unwrap()
+    }
+
+    /// Issue 18 item 3: a fold that fails (here: a directory planted at the snapshot's temp
+    /// name) is not retried, and not logged again, with every operation: only once the
+    /// journal has grown FOLD_RETRY_BYTES more. Nothing is lost meanwhile (the journal keeps
+    /// every line), and the first fold that goes through truncates the journal.
+    #[test]
+    fn a_failing_fold_is_retried_only_as_the_journal_grows() {
+        let tmp = std::env::temp_dir().join(format!("maxx-foldfail-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        let dir = ControlDir::prepare(&tmp).unwrap();
+        let mut st = PersistState::new(dir.clone(), false, Arc::default(), RETENTION_COUNT);
+        st.write_journal(b"").unwrap();
+        let plant = tmp.join(format!(".{REGISTRY_FILE}.tmp.{}", std::process::id()));
+        std::fs::create_dir(&plant).unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread().build().unwrap();
+        st.journal_bytes = FOLD_BYTES; // the next write folds
+        rt.block_on(async { st.record(Encoded::session(&view_n(1)).unwrap()) });
+        assert!(st.fold_failing);
+        assert!(!tmp.join(REGISTRY_FILE).exists());
+        let retry_at = st.next_fold_at;
+        assert_eq!(retry_at, st.journal_bytes + FOLD_RETRY_BYTES);
+        // Below the retry point: no attempt (a failed one would move the retry point).
+        rt.block_on(async { st.record(Encoded::session(&view_n(2)).unwrap()) });
+        assert_eq!(st.next_fold_at, retry_at);
+        assert!(
+            st.not_durable().is_ok(),
+            "the journal still takes every line"
+        );
+        // The disk takes the snapshot again and the journal passed the retry point: folded.
+        std::fs::remove_dir(&plant).unwrap();
+        st.journal_bytes = retry_at;
+        rt.block_on(async { st.record(Encoded::session(&view_n(3)).unwrap()) });
+        assert!(!st.fold_failing);
+        assert_eq!(st.journal_bytes, 0);
+        let snap: Snapshot =
+            serde_json::from_slice(&std::fs::read(tmp.join(REGISTRY_FILE)).unwrap()).unwrap();
+        assert_eq!(snap.sessions.len(), 3);
+        std::fs::remove_dir_all(&tmp).unwrap();
+    }
+
     /// Regression: an operation that triggers a fold must be in the snapshot the fold
     /// writes (it used to be applied after the journal holding it was truncated).
     #[test]
