@@ -138,6 +138,9 @@ fn the_deepest_accepted_value_survives_kill_9_and_two_restarts_and_one_deeper_is
     assert_eq!(d.get(&id)["metadata"]["after"], 1);
 }
 
+/// Over `REGISTRY_MAX_BYTES` (128 MiB).
+const TOO_LARGE: u64 = 129 * 1024 * 1024;
+
 /// What can sit at `registry.json` that the daemon cannot read.
 #[derive(Debug, Clone, Copy)]
 enum Kind {
@@ -153,9 +156,9 @@ fn plant(kind: Kind, at: &Path, scratch: &Path) {
     match kind {
         Kind::Unparseable => std::fs::write(at, b"{\"sessions\": [ not json").unwrap(),
         Kind::TooLarge => {
-            // Sparse: 20 MiB of zeros, over the 16 MiB cap.
+            // Sparse: 129 MiB of zeros, over the 128 MiB cap (16 MiB before issue 18 item 3).
             let f = std::fs::File::create(at).unwrap();
-            f.set_len(20 * 1024 * 1024).unwrap();
+            f.set_len(TOO_LARGE).unwrap();
         }
         Kind::TooDeep => {
             let text = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
@@ -184,7 +187,7 @@ fn preserved(kind: Kind, at: &Path) {
         Kind::Unparseable => {
             assert_eq!(std::fs::read(at).unwrap(), b"{\"sessions\": [ not json")
         }
-        Kind::TooLarge => assert_eq!(meta.len(), 20 * 1024 * 1024),
+        Kind::TooLarge => assert_eq!(meta.len(), TOO_LARGE),
         Kind::TooDeep => assert_eq!(meta.len(), 10_000),
         Kind::Directory => assert!(ft.is_dir()),
         Kind::Fifo => assert!(ft.is_fifo()),
@@ -395,4 +398,151 @@ fn registry_files_planted_as_symlinks_or_fifos_are_never_written_through() {
         d.stop_with(libc::SIGTERM);
         assert_eq!(std::fs::read(&victim).unwrap(), PRECIOUS, "{kind:?}");
     }
+}
+
+/// Issue 18 item 3: a registry larger than the old 16 MiB snapshot cap. Before, 120
+/// sessions whose fields were each within the limits made every fold fail ("does not fit
+/// even without audit history", logged per operation), the journal was never truncated and
+/// the next start ignored it. Now the snapshot cap is sized for the most records retention
+/// keeps, each at its largest (docs/persistence.md, "Sizing"): the folds succeed, the
+/// journal stays under the fold size, and after `kill -9` and after a clean stop every
+/// acknowledged record and update is back. The retention count that would break the sizing
+/// is refused at the command line, before anything is read or written.
+#[test]
+fn a_registry_past_the_old_16_mib_cap_folds_and_every_acknowledged_update_survives_kill_9() {
+    large_records_survive(120);
+}
+
+/// The same at the retention cap: `RETAINED_RECORDS_MAX` (500) records of ~150 KiB, a
+/// ~73 MiB snapshot (the cap is 128 MiB; 500 records at the worst-case 205 KiB take 100 MiB).
+/// Slow in a debug build (~0.6 GB of journal and snapshot writes):
+/// `cargo test --release --test main -- --ignored the_retention_cap_of_large_records`.
+#[test]
+#[ignore]
+fn the_retention_cap_of_large_records_folds_and_survives_kill_9() {
+    large_records_survive(500);
+}
+
+fn large_records_survive(sessions: usize) {
+    const OLD_CAP: u64 = 16 * 1024 * 1024;
+    const FOLD: u64 = 32 * 1024 * 1024;
+    // The largest one record can be (maxx_protocol::limits::RECORD_MAX_BYTES), as a line.
+    const LINE_MAX: u64 = 210_304 + 64;
+    // Every char a control character: JSON writes it as `\u0001`, six bytes.
+    let esc = |n: usize| "\u{1}".repeat(n);
+    let mut d = Daemon::start();
+    let journal = d.control.join("registry.journal");
+    let snapshot = d.control.join("registry.json");
+    let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+    let journal_bounded = |what: &str| {
+        let j = size(&journal);
+        assert!(j <= FOLD + LINE_MAX, "{what}: the journal is {j} bytes");
+    };
+    // A metadata map at its 16 KiB limit (values at their 2 KiB limit).
+    let metadata = |n: u64| {
+        let mut m = serde_json::Map::new();
+        for k in 0..7 {
+            m.insert(format!("k{k}"), json!(esc(340)));
+        }
+        m.insert("k7".into(), json!(esc(300)));
+        m.insert("n".into(), json!(n));
+        let v = Value::Object(m);
+        assert!(v.to_string().len() <= 16384);
+        v
+    };
+    let title = esc(256);
+    let command = format!("true #{}", esc(4000));
+    let result = esc(16384);
+    let summary = esc(1024);
+    let status = esc(128);
+    let mut ids = Vec::new();
+    for i in 0..sessions {
+        let id = sid(&d.create(json!({
+            "command": command, "title": title, "metadata": metadata(0),
+        })));
+        for (method, params) in [
+            ("sessions.set-result", json!({"result": result})),
+            ("sessions.set-summary", json!({"summary": summary})),
+            ("sessions.update", json!({"status": status})),
+        ] {
+            let mut p = params;
+            p["session_id"] = json!(id);
+            d.ok(method, p);
+        }
+        journal_bounded(&format!("session {i}"));
+        ids.push(id);
+    }
+    // Two rounds of updates (~150 KiB a record each): at least one fold runs with every
+    // record full.
+    for round in 1..=2u64 {
+        for id in &ids {
+            d.ok(
+                "sessions.set-metadata",
+                json!({"session_id": id, "key": "n", "value": round}),
+            );
+            journal_bounded(&format!("round {round}"));
+        }
+    }
+    let folded = size(&snapshot);
+    assert!(
+        folded > OLD_CAP,
+        "a fold wrote every record: registry.json is {folded} bytes"
+    );
+    let stats = d.ok("daemon.stats", json!({}));
+    assert_eq!(stats["journal_behind"], 0, "{stats}");
+    assert!(stats["registry_unreadable"].is_null(), "{stats}");
+
+    // The boundary: a retention count the snapshot is not sized for is refused before the
+    // daemon reads or writes anything (exit 2), and changes nothing on disk.
+    let before = (
+        std::fs::read(&snapshot).unwrap(),
+        std::fs::read(&journal).unwrap(),
+    );
+    let out = std::process::Command::new(maxx_bin())
+        .args(["daemon", "--retain-records", "501"])
+        .env("MAXX_CONTROL_DIR", &d.control)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let after = (
+        std::fs::read(&snapshot).unwrap(),
+        std::fs::read(&journal).unwrap(),
+    );
+    assert!(before == after, "a refused start changed the registry");
+
+    let check = |d: &Daemon, when: &str| {
+        for id in &ids {
+            let s = d.get(id);
+            assert_eq!(s["restored"], true, "{when}");
+            assert_eq!(s["metadata"], metadata(2), "{when}: {id}");
+            assert_eq!(s["result"], json!(result), "{when}: {id}");
+            assert_eq!(s["summary"], json!(summary), "{when}: {id}");
+            assert_eq!(s["status"], json!(status), "{when}: {id}");
+            assert_eq!(s["title"], json!(title), "{when}: {id}");
+            assert_eq!(s["command"], json!(command), "{when}: {id}");
+        }
+        // (Counted by `daemon.stats`: 500 of these records are more than one `list` answer.)
+        assert_eq!(d.stat("records"), sessions as i64, "{when}");
+        let stats = d.ok("daemon.stats", json!({}));
+        assert!(stats["registry_unreadable"].is_null(), "{when}: {stats}");
+    };
+    // kill -9: the newest updates are only in the journal, replayed over the big snapshot.
+    d.stop_with(libc::SIGKILL);
+    d.restart();
+    check(&d, "after kill -9");
+    // The start folded everything into one snapshot over the old cap; a clean stop folds
+    // again, and the next start reads that snapshot alone.
+    assert!(size(&snapshot) > OLD_CAP);
+    assert!(d.stop_with(libc::SIGTERM).success());
+    assert_eq!(size(&journal), 0, "a clean stop folds the journal");
+    d.restart();
+    check(&d, "after a clean restart");
+    // Still writable, and that survives too.
+    d.ok(
+        "sessions.set-metadata",
+        json!({"session_id": ids[0], "key": "after", "value": true}),
+    );
+    d.stop_with(libc::SIGKILL);
+    d.restart();
+    assert_eq!(d.get(&ids[0])["metadata"]["after"], true);
 }

@@ -128,6 +128,61 @@ pub fn open_regular(
     Ok(file)
 }
 
+/// Why [`read_regular_bounded`] read nothing.
+#[derive(Debug)]
+pub enum ReadBoundedError {
+    /// Not a regular file (a symlink when links are not followed, a FIFO, a directory, a
+    /// socket, a device): the [`UnsafeFile`] error, whose `what` says which.
+    NotRegular(io::Error),
+    /// `fstat` showed this many bytes, over the bound; nothing was read.
+    TooLarge(u64),
+    /// The file grew past the bound while it was read.
+    Grew,
+    /// Opening, `fstat` or reading failed.
+    Io(io::Error),
+}
+
+impl ReadBoundedError {
+    /// What the file is instead of a regular file, for [`ReadBoundedError::NotRegular`].
+    pub fn what(&self) -> Option<&'static str> {
+        match self {
+            ReadBoundedError::NotRegular(e) => unsafe_file(e).map(|u| u.what),
+            _ => None,
+        }
+    }
+}
+
+/// Read a whole regular file of at most `max` bytes: opened through [`open_regular`] (never
+/// blocking on a FIFO, a symlink refused unless `follow_links`), its size checked with
+/// `fstat` before anything is read and again while reading. `Ok(None)` when there is no
+/// file. The one bounded reader for the registry, the policy file and the profiles file;
+/// each caller words the errors its own way.
+pub fn read_regular_bounded(
+    path: &Path,
+    max: u64,
+    follow_links: bool,
+) -> Result<Option<Vec<u8>>, ReadBoundedError> {
+    use std::io::Read;
+    let file = match open_regular(path, fs::OpenOptions::new().read(true), follow_links) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if unsafe_file(&e).is_some() => return Err(ReadBoundedError::NotRegular(e)),
+        Err(e) => return Err(ReadBoundedError::Io(e)),
+    };
+    let len = file.metadata().map_err(ReadBoundedError::Io)?.len();
+    if len > max {
+        return Err(ReadBoundedError::TooLarge(len));
+    }
+    let mut buf = Vec::new();
+    file.take(max + 1)
+        .read_to_end(&mut buf)
+        .map_err(ReadBoundedError::Io)?;
+    if buf.len() as u64 > max {
+        return Err(ReadBoundedError::Grew);
+    }
+    Ok(Some(buf))
+}
+
 /// The running daemon's hold on a control dir: an exclusive `flock` on `daemon.lock`,
 /// released when this is dropped (or the process dies, however it dies).
 #[derive(Debug)]
@@ -378,5 +433,43 @@ mod tests {
         let _ = fs::remove_dir_all(&p);
         fs::create_dir_all(&p).unwrap();
         p
+    }
+
+    /// The one bounded reader: what each kind of file gives, with and without following
+    /// links (the registry never follows; the user's policy and profiles files do).
+    #[test]
+    fn the_bounded_reader_reads_only_regular_files_within_the_bound() {
+        let dir = std::env::temp_dir().join(format!("maxx-bounded-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("f");
+        fs::write(&file, b"12345").unwrap();
+        let link = dir.join("link");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        let fifo = dir.join("fifo");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let what = |p: &Path, follow: bool| read_regular_bounded(p, 5, follow).unwrap_err().what();
+        assert_eq!(
+            read_regular_bounded(&file, 5, false).unwrap().unwrap(),
+            b"12345"
+        );
+        assert!(read_regular_bounded(&dir.join("none"), 5, false)
+            .unwrap()
+            .is_none());
+        assert!(matches!(
+            read_regular_bounded(&file, 4, false),
+            Err(ReadBoundedError::TooLarge(5))
+        ));
+        assert_eq!(what(&link, false), Some("a symlink"));
+        assert_eq!(
+            read_regular_bounded(&link, 5, true).unwrap().unwrap(),
+            b"12345"
+        );
+        assert_eq!(what(&fifo, false), Some("a FIFO"));
+        assert_eq!(what(&fifo, true), Some("a FIFO"));
+        assert_eq!(what(&dir, true), Some("a directory"));
+        fs::remove_dir_all(&dir).unwrap();
     }
 }

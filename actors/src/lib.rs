@@ -5,7 +5,7 @@
 //! │                                                        if a core actor fails
 //! ├── RegistryActor                   registry.rs          session table, ids, focus, group
 //! │                                                        counters, parent graph, record copies
-//! ├── PersistenceActor                persistence.rs       registry.json + journal, retention
+//! ├── PersistenceActor                persistence/         registry.json + journal (retention.rs)
 //! ├── PolicyActor                     policy/              (source, capability, target) -> decision
 //! ├── BusActor                        bus.rs               process-wide cursor, ring, subscribers
 //! ├── SessionSupervisor               session_supervisor.rs  spawns every session actor, stops
@@ -51,6 +51,7 @@ pub mod policy;
 pub mod profiles;
 pub mod pty;
 pub mod registry;
+pub mod retention;
 pub mod root_supervisor;
 pub mod screen;
 pub mod screen_model;

@@ -12,7 +12,6 @@ use maxx_protocol::request::{validate_env, validate_metadata_map, CreateParams};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::PathBuf;
 
 /// Largest profiles file read.
@@ -71,14 +70,11 @@ pub fn load(path: Option<&PathBuf>) -> Result<BTreeMap<String, Profile>, ErrorBo
     // Never blocks (a FIFO is refused after a non-blocking open, not waited on), and only
     // a regular file is read. Links are followed: this is the user's own config, which
     // dotfile managers commonly symlink, not a file in the shared control dir.
-    let file = match crate::control_dir::open_regular(
-        path,
-        std::fs::OpenOptions::new().read(true),
-        true,
-    ) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-        Err(e) if crate::control_dir::unsafe_file(&e).is_some() => {
+    use crate::control_dir::{read_regular_bounded, ReadBoundedError};
+    let bytes = match read_regular_bounded(path, PROFILES_MAX_BYTES, true) {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => return Ok(BTreeMap::new()),
+        Err(ReadBoundedError::NotRegular(e)) => {
             return Err(
                 ErrorBody::new(ErrorCode::UnsafeFile, e.to_string()).with_remedy(format!(
                     "make {} a regular file (or point MAXX_PROFILES_FILE at one)",
@@ -86,23 +82,19 @@ pub fn load(path: Option<&PathBuf>) -> Result<BTreeMap<String, Profile>, ErrorBo
                 )),
             )
         }
-        Err(e) => {
+        Err(ReadBoundedError::TooLarge(_) | ReadBoundedError::Grew) => {
+            return Err(ErrorBody::internal(format!(
+                "{} is larger than {PROFILES_MAX_BYTES} bytes",
+                path.display()
+            )))
+        }
+        Err(ReadBoundedError::Io(e)) => {
             return Err(ErrorBody::internal(format!(
                 "cannot read {}: {e}",
                 path.display()
             )))
         }
     };
-    let mut bytes = Vec::new();
-    file.take(PROFILES_MAX_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| ErrorBody::internal(format!("cannot read {}: {e}", path.display())))?;
-    if bytes.len() as u64 > PROFILES_MAX_BYTES {
-        return Err(ErrorBody::internal(format!(
-            "{} is larger than {PROFILES_MAX_BYTES} bytes",
-            path.display()
-        )));
-    }
     let value: Value = serde_json::from_slice(&bytes)
         .map_err(|e| ErrorBody::internal(format!("{} is not valid JSON: {e}", path.display())))?;
     let map = match value {

@@ -11,7 +11,8 @@
 //! announced on the bus (`dropped`) and is forgotten by the durable registry.
 
 use crate::bus::BusMsg;
-use crate::persistence::{last_activity, PersistMsg, RETENTION_AGE};
+use crate::persistence::PersistMsg;
+use crate::retention::{self, last_activity};
 use crate::session::{Dormant, SessionMsg, SessionStart};
 use crate::session_supervisor::SessionSupervisorMsg;
 use crate::stats::Stats;
@@ -387,11 +388,11 @@ impl RegistryState {
     }
 
     /// Drop the dormant records retention no longer keeps: past the count cap (oldest
-    /// first) or older than [`RETENTION_AGE`]. Live records are never dropped.
+    /// first) or older than [`retention::RETENTION_AGE`]. Live records are never dropped.
     fn enforce_retention(&mut self, now: SystemTime) {
         let mut dropped = Vec::new();
         while let Some((at, _)) = self.dormant.first() {
-            let aged = now.duration_since(*at).unwrap_or_default() > RETENTION_AGE;
+            let aged = retention::aged(*at, now);
             if self.dormant.len() <= self.retain && !aged {
                 break;
             }
@@ -923,7 +924,7 @@ mod tests {
     fn retention_drops_an_aged_dormant_record_under_the_cap() {
         let now = SystemTime::now();
         let mut s = state(10);
-        let old = now - RETENTION_AGE - Duration::from_secs(1);
+        let old = now - retention::RETENTION_AGE - Duration::from_secs(1);
         add(&mut s, view("aged", None, "closed"), Some(old));
         add(&mut s, view("fresh", None, "closed"), Some(now));
         add(&mut s, view("live", None, "running"), None);

@@ -17,7 +17,7 @@
 //! terminal for.
 
 /// Longest title kept, in chars; longer titles are truncated.
-const TITLE_MAX_CHARS: usize = 1024;
+const TITLE_MAX_CHARS: usize = maxx_protocol::limits::TERMINAL_TITLE_MAX_CHARS;
 
 /// Something the program announced with an escape sequence, reported as such.
 #[derive(Debug, Clone, PartialEq, Eq)]

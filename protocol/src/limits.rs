@@ -99,8 +99,48 @@ pub const GROUP_MAX_CHARS: usize = 128;
 /// Events the bus retains for `since` replay (oldest evicted first).
 pub const BUS_RETAINED_EVENTS: usize = 10_000;
 /// Closed/archived records kept (newest first) by default: in memory beyond every live
-/// session, and in `registry.json` as the count cap (`maxx daemon --retain-records`).
+/// session, and in `registry.json` as the count cap (`maxx daemon --retain-records`, at
+/// most [`RETAINED_RECORDS_MAX`]).
 pub const RETAINED_RECORDS: usize = 500;
+/// The most `--retain-records` may be: with every retained record at [`RECORD_MAX_BYTES`],
+/// the snapshot still fits its cap with room for audit history (docs/persistence.md,
+/// "Sizing"). The seed's 500 is both the default and the most.
+pub const RETAINED_RECORDS_MAX: usize = 500;
+/// A terminal title (OSC 0/2) is kept to this many chars.
+pub const TERMINAL_TITLE_MAX_CHARS: usize = 1024;
+/// An archive `reason` ≤ 1024 chars.
+pub const ARCHIVE_REASON_MAX_CHARS: usize = SUMMARY_MAX_CHARS;
+/// At most 256 `restart_exit_codes`, each 0..=255.
+pub const RESTART_EXIT_CODES_MAX: usize = 256;
+/// The most bytes one char (or one byte of a byte-bounded string) takes in JSON: a control
+/// character is written `\u001f`. Everything else takes at most 4 (a non-BMP char).
+pub const JSON_ESCAPED_CHAR_MAX_BYTES: usize = 6;
+/// What a record's fixed-size parts take in JSON: every key, the ids, ten timestamps, the
+/// numbers at their maxima, the enums, an exit signal name, the restart policy without its
+/// exit codes (measured ~2 KiB; a unit test checks the whole bound).
+pub const RECORD_FIXED_MAX_BYTES: usize = 4096;
+/// The most bytes one session record (its `SessionView`, compact JSON, as the journal and the
+/// snapshot hold it) can take when every field is at its limit and every char is escaped
+/// (~205 KiB). Metadata and `result_schema` are bounded as compact JSON already; every
+/// other string is bounded in chars (or bytes), and a char escapes to at most
+/// [`JSON_ESCAPED_CHAR_MAX_BYTES`]. Checked against a worst-case record by
+/// `the_largest_possible_record_fits_record_max_bytes` (actors/src/persistence/mod.rs).
+pub const RECORD_MAX_BYTES: usize = JSON_ESCAPED_CHAR_MAX_BYTES
+    * (TITLE_MAX_CHARS
+        + COMMAND_MAX_CHARS
+        + CWD_MAX_BYTES
+        + STATUS_MAX_CHARS
+        + TERMINAL_TITLE_MAX_CHARS
+        + ARCHIVE_REASON_MAX_CHARS
+        + SUMMARY_MAX_CHARS
+        + RESULT_MAX_BYTES
+        + 4 * SOURCE_MAX_CHARS
+        + GROUP_MAX_CHARS
+        + AGENT_TYPE_MAX_CHARS)
+    + METADATA_MAP_MAX_BYTES
+    + RESULT_SCHEMA_MAX_BYTES
+    + 4 * RESTART_EXIT_CODES_MAX
+    + RECORD_FIXED_MAX_BYTES;
 /// Raw output each session keeps for materialising its screen on the first read.
 pub const RAW_RING_BYTES: usize = 1024 * 1024;
 /// Default scrollback of a session's screen model, in lines.

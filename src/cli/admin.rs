@@ -70,7 +70,8 @@ pub struct DaemonArgs {
     /// Closed/archived records kept, newest first (older ones are dropped from memory and
     /// registry.json; live sessions are always kept). Records idle 14 days are dropped too.
     #[arg(long, default_value_t = maxx_protocol::limits::RETAINED_RECORDS, value_name = "N",
-          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new()
+              .range(1..=maxx_protocol::limits::RETAINED_RECORDS_MAX as u64))]
     pub retain_records: usize,
     /// Long-lived requests (watch, stream watch, attach, wait, stream wait, run) served at
     /// once; more are answered `busy`. The remaining connection slots (4,096 in all) are

@@ -8,8 +8,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::{BTreeSet, HashSet};
 use std::ffi::OsString;
-use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// What became of the policy file at startup, serialised `no_path`, `missing`, `loaded`,
@@ -117,50 +115,22 @@ pub fn validate_config_file(path: &Path) -> Result<ConfigSummary, Vec<String>> {
     })
 }
 
-/// Read the file, bounded before opening (metadata), after opening (fstat) and while
-/// reading. `Ok(None)` if it does not exist.
+/// Read the file (links followed: it is the user's own config), bounded by `fstat` before
+/// reading and while reading, never blocking on a FIFO. `Ok(None)` if it does not exist.
 pub(super) fn read_bounded(path: &Path) -> Result<Option<Vec<u8>>, String> {
-    let check = |meta: &std::fs::Metadata| {
-        if !meta.is_file() {
-            return Err(format!("{} is not a regular file", path.display()));
-        }
-        if meta.len() > POLICY_MAX_BYTES {
-            return Err(format!(
-                "{} is {} bytes, larger than the {POLICY_MAX_BYTES}-byte limit",
-                path.display(),
-                meta.len()
-            ));
-        }
-        Ok(())
-    };
-    let cannot = |e: std::io::Error| format!("cannot read {}: {e}", path.display());
-    match std::fs::metadata(path) {
-        Ok(meta) => check(&meta)?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(cannot(e)),
-    }
-    // Non-blocking, so a file swapped for a FIFO after the check cannot hang the daemon.
-    let file = match std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-    {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(cannot(e)),
-    };
-    check(&file.metadata().map_err(cannot)?)?;
-    let mut bytes = Vec::new();
-    file.take(POLICY_MAX_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(cannot)?;
-    if bytes.len() as u64 > POLICY_MAX_BYTES {
-        return Err(format!(
+    use crate::control_dir::{read_regular_bounded, ReadBoundedError};
+    read_regular_bounded(path, POLICY_MAX_BYTES, true).map_err(|e| match e {
+        ReadBoundedError::NotRegular(_) => format!("{} is not a regular file", path.display()),
+        ReadBoundedError::TooLarge(len) => format!(
+            "{} is {len} bytes, larger than the {POLICY_MAX_BYTES}-byte limit",
+            path.display()
+        ),
+        ReadBoundedError::Grew => format!(
             "{} grew past the {POLICY_MAX_BYTES}-byte limit while being read",
             path.display()
-        ));
-    }
-    Ok(Some(bytes))
+        ),
+        ReadBoundedError::Io(e) => format!("cannot read {}: {e}", path.display()),
+    })
 }
 
 /// The file's shape, strict about fields (a typo such as `alow` must not silently grant

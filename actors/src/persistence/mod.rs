@@ -15,23 +15,31 @@
 //!
 //! Never persisted: the create-time `env` (it may hold secrets) and the token.
 //! See `docs/persistence.md`.
+//!
+//! Layout: this file holds the actor, its messages and the order of operations;
+//! `snapshot.rs` the snapshot format and the fold; `journal.rs` the write-ahead lines, failed
+//! writes and replay. Retention (which records are kept) is [`crate::retention`], shared
+//! with the registry.
+
+mod journal;
+mod snapshot;
+
+pub use crate::retention::{last_activity, AUDIT_ON_DISK, RETENTION_AGE, RETENTION_COUNT};
+pub use snapshot::{apply_retention, Record, LOAD_MAX_DEPTH};
 
 use crate::audit_log::EncodedEntry;
 use crate::control_dir::ControlDir;
 use crate::stats::Stats;
-use maxx_protocol::audit::AuditEntry;
-use maxx_protocol::error::{ErrorBody, ErrorCode};
-use maxx_protocol::session::{Lifecycle, SessionView};
+use journal::Encoded;
+use maxx_protocol::error::ErrorBody;
+use maxx_protocol::limits::{RECORD_MAX_BYTES, RETAINED_RECORDS_MAX};
+use maxx_protocol::session::SessionView;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
-use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
+use snapshot::{detach, Stored};
 use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
-use std::io::{self, BufRead, BufReader, Read, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-use std::path::Path;
+use std::fs::File;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 /// Snapshot file name.
 pub const REGISTRY_FILE: &str = "registry.json";
@@ -39,61 +47,39 @@ pub const REGISTRY_FILE: &str = "registry.json";
 pub const JOURNAL_FILE: &str = "registry.journal";
 /// Snapshot format version.
 pub const REGISTRY_VERSION: u32 = 1;
-/// Largest snapshot read (and written: saves trim to fit).
-pub const REGISTRY_MAX_BYTES: usize = 16 * 1024 * 1024;
-/// Largest journal replayed at start.
+/// Largest snapshot read (and written: saves trim audit history to fit). Sized so the
+/// most records a snapshot holds ([`RETAINED_RECORDS_MAX`]), each at its largest
+/// ([`RECORD_MAX_BYTES`]), always fit with no audit history at all, leaving the rest
+/// (≥ 27 MiB) to audit history: a fold can never fail for size (docs/persistence.md,
+/// "Sizing"). Before issue 18 item 3 it was 16 MiB, which 120 large records exceeded.
+pub const REGISTRY_MAX_BYTES: usize = 128 * 1024 * 1024;
+/// Largest journal replayed at start, and the most the daemon ever writes to it: a write
+/// that would pass it is refused (`persistence_failed`), so nothing acknowledged is ever in
+/// a journal the next start will not read.
 pub const JOURNAL_MAX_BYTES: u64 = 256 * 1024 * 1024;
 /// Journal size that triggers a fold into a new snapshot.
 pub const FOLD_BYTES: u64 = 32 * 1024 * 1024;
-/// Records observed terminal are dropped this long after their last change.
-pub const RETENTION_AGE: Duration = Duration::from_secs(14 * 24 * 3600);
-/// At most this many records are kept (newest first) unless `maxx daemon --retain-records`
-/// says otherwise.
-pub const RETENTION_COUNT: usize = maxx_protocol::limits::RETAINED_RECORDS;
-/// At most this many audit entries per record on disk (newest kept).
-pub const AUDIT_ON_DISK: usize = 1000;
-/// Deepest nesting a load reads. What this build writes nests at most
-/// `JSON_MAX_DEPTH + PERSIST_WRAP_DEPTH` (69) levels; older builds accepted values up to
-/// serde_json's request limit, which a snapshot wrapped to ~132. Anything deeper is not a file
-/// any build wrote: it is unreadable (preserved, mutations refused), never a stack overflow.
-pub const LOAD_MAX_DEPTH: usize = 256;
-/// Stack of the thread that parses a file nesting deeper than serde_json's default limit
-/// (virtual: only what the parse touches is used; [`LOAD_MAX_DEPTH`] levels need far less).
-const DEEP_PARSE_STACK: usize = 64 * 1024 * 1024;
+/// After a failed fold (the snapshot could not be written: disk full, I/O error), the next
+/// attempt waits until the journal has grown this much more, instead of rewriting the whole
+/// snapshot with every operation.
+pub const FOLD_RETRY_BYTES: u64 = 4 * 1024 * 1024;
+/// What a record adds around its view in a snapshot: `{"session":…,"audit":[]},`.
+pub const SNAPSHOT_RECORD_OVERHEAD: usize = r#"{"session":,"audit":[]},"#.len();
+/// The snapshot's framing: `{"sessions":[` … `],"version":N}`.
+pub const SNAPSHOT_FRAMING_BYTES: usize = 64;
+/// The most a snapshot of records alone (no audit history) can take.
+pub const SNAPSHOT_RECORDS_MAX_BYTES: usize =
+    RETAINED_RECORDS_MAX * (RECORD_MAX_BYTES + SNAPSHOT_RECORD_OVERHEAD) + SNAPSHOT_FRAMING_BYTES;
+const _: () = assert!(SNAPSHOT_RECORDS_MAX_BYTES + 16 * 1024 * 1024 <= REGISTRY_MAX_BYTES);
+// One journal line is a record (or an audit entry, or a drop) plus its `{"op":…}` wrapper;
+// a fold runs once the journal passes FOLD_BYTES, and a failing disk's backlog is written in
+// one go: the journal stays far inside what a load reads while folds succeed.
+const _: () = assert!(
+    FOLD_BYTES as usize + BACKLOG_MAX_BYTES + RECORD_MAX_BYTES + 64 < JOURNAL_MAX_BYTES as usize
+);
 /// Journal lines kept in memory while the journal cannot be written (disk full). Past this,
 /// they are dropped and the next successful write is a whole snapshot instead.
 pub const BACKLOG_MAX_BYTES: usize = 4 * 1024 * 1024;
-
-/// One persisted session: its record and its audit log.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Record {
-    /// The record as `sessions.get` shows it.
-    pub session: SessionView,
-    /// Its audit log (newest [`AUDIT_ON_DISK`] on disk).
-    #[serde(default)]
-    pub audit: Vec<AuditEntry>,
-}
-
-#[derive(Serialize, Deserialize)]
-struct Snapshot {
-    sessions: Vec<Record>,
-    version: u32,
-}
-
-#[derive(Serialize, Deserialize)]
-#[serde(tag = "op", rename_all = "snake_case")]
-enum Op {
-    Session {
-        session: Box<SessionView>,
-    },
-    Audit {
-        entry: Box<AuditEntry>,
-    },
-    /// Retention dropped the record from the live registry: it is gone for good.
-    Drop {
-        session_id: String,
-    },
-}
 
 /// Messages the persistence actor handles.
 pub enum PersistMsg {
@@ -170,406 +156,14 @@ pub struct PersistState {
     stats: Arc<Stats>,
     /// Retention's count cap.
     retain: usize,
+    /// The last fold failed (logged once, not once per operation, until one succeeds).
+    fold_failing: bool,
+    /// After a failed fold, the journal size at which the next one is tried.
+    next_fold_at: u64,
 }
 
 /// The actor.
 pub struct PersistenceActor;
-
-fn parse_time(text: &str) -> SystemTime {
-    humantime::parse_rfc3339(text).unwrap_or(SystemTime::UNIX_EPOCH)
-}
-
-/// The later of `updated_at` and `last_seen_at`: what retention orders records by.
-pub fn last_activity(v: &SessionView) -> SystemTime {
-    let updated = parse_time(&v.updated_at);
-    match &v.last_seen_at {
-        Some(seen) => updated.max(parse_time(seen)),
-        None => updated,
-    }
-}
-
-/// Apply the retention policy: drop terminal records older than [`RETENTION_AGE`] (never one
-/// that may still be live), keep the newest `count` ([`RETENTION_COUNT`] by default), bound
-/// each audit log to [`AUDIT_ON_DISK`]. Records come back newest first.
-pub fn apply_retention(records: Vec<Record>, now: SystemTime, count: usize) -> Vec<Record> {
-    let mut kept: Vec<Record> = records
-        .into_iter()
-        .filter(|r| {
-            let terminal = r.session.lifecycle.is_terminal();
-            let age = now
-                .duration_since(last_activity(&r.session))
-                .unwrap_or_default();
-            !(terminal && age > RETENTION_AGE)
-        })
-        .collect();
-    kept.sort_by_key(|r| std::cmp::Reverse(last_activity(&r.session)));
-    kept.truncate(count);
-    for r in &mut kept {
-        if r.audit.len() > AUDIT_ON_DISK {
-            r.audit.drain(..r.audit.len() - AUDIT_ON_DISK);
-        }
-    }
-    kept
-}
-
-/// A record as the persistence actor keeps it between snapshots: already JSON. A record then
-/// costs about its encoded size (a view ~1 KiB, an audit entry ~250 B) instead of a struct
-/// with a heap allocation per field (an audit entry ~750 B), and a fold concatenates
-/// instead of encoding. Parsed back only to restore or recover a session.
-struct Stored {
-    /// The `SessionView`.
-    view: Box<RawValue>,
-    /// For retention: the view's lifecycle and `max(updated_at, last_seen_at)`.
-    lifecycle: Lifecycle,
-    activity: SystemTime,
-    /// Audit entries, oldest first (shared with the session's own log).
-    audit: Vec<EncodedEntry>,
-    /// Seq of the newest entry (replayed duplicates are skipped).
-    last_seq: u64,
-}
-
-impl Stored {
-    fn new(view: &SessionView) -> Option<Stored> {
-        Some(Stored {
-            view: serde_json::value::to_raw_value(view).ok()?,
-            lifecycle: view.lifecycle,
-            activity: last_activity(view),
-            audit: Vec::new(),
-            last_seq: 0,
-        })
-    }
-
-    fn from_record(r: &Record) -> Option<Stored> {
-        let mut stored = Stored::new(&r.session)?;
-        stored.audit = r
-            .audit
-            .iter()
-            .filter_map(crate::audit_log::encode)
-            .collect();
-        stored.last_seq = r.audit.last().map_or(0, |e| e.seq);
-        Some(stored)
-    }
-
-    fn to_record(&self) -> Option<Record> {
-        Some(Record {
-            session: serde_json::from_str(self.view.get()).ok()?,
-            audit: self
-                .audit
-                .iter()
-                .filter_map(|e| serde_json::from_str(e.get()).ok())
-                .collect(),
-        })
-    }
-
-    /// Bytes this record takes in a snapshot when its `skip` oldest entries are left out.
-    fn encoded_len(&self, skip: usize) -> usize {
-        let audit: usize = self.audit[skip..].iter().map(|e| e.get().len() + 1).sum();
-        r#"{"session":,"audit":[]},"#.len() + self.view.get().len() + audit
-    }
-}
-
-/// Apply the retention policy of [`apply_retention`] to the stored records; returns the
-/// ids of those kept, newest first.
-fn retain_stored(
-    records: &mut HashMap<String, Stored>,
-    now: SystemTime,
-    count: usize,
-) -> Vec<String> {
-    records.retain(|_, r| {
-        let age = now.duration_since(r.activity).unwrap_or_default();
-        !(r.lifecycle.is_terminal() && age > RETENTION_AGE)
-    });
-    let mut order: Vec<(SystemTime, String)> = records
-        .iter()
-        .map(|(id, r)| (r.activity, id.clone()))
-        .collect();
-    order.sort_by_key(|(t, _)| std::cmp::Reverse(*t));
-    for (_, id) in order.drain(count.min(order.len())..) {
-        records.remove(&id);
-    }
-    for r in records.values_mut() {
-        if r.audit.len() > AUDIT_ON_DISK {
-            r.audit.drain(..r.audit.len() - AUDIT_ON_DISK);
-            r.audit.shrink_to_fit();
-        }
-    }
-    order.into_iter().map(|(_, id)| id).collect()
-}
-
-/// Encode a snapshot of `order` that fits in `max` bytes, leaving out the oldest audit
-/// entries of the busiest records (halving the busiest each round) until it does. `None` if
-/// even with no audit at all it does not fit.
-fn encode_fitting(
-    records: &HashMap<String, Stored>,
-    order: &[String],
-    max: usize,
-) -> Option<Vec<u8>> {
-    const OPEN: &str = r#"{"sessions":["#;
-    let close = format!(r#"],"version":{REGISTRY_VERSION}}}"#);
-    let list: Vec<&Stored> = order.iter().filter_map(|id| records.get(id)).collect();
-    let mut skip = vec![0usize; list.len()];
-    let mut total = OPEN.len() + close.len() + list.iter().map(|r| r.encoded_len(0)).sum::<usize>();
-    while total > max {
-        let (i, left) = list
-            .iter()
-            .zip(&skip)
-            .map(|(r, s)| r.audit.len() - s)
-            .enumerate()
-            .filter(|(_, left)| *left > 0)
-            .max_by_key(|(_, left)| *left)?;
-        let drop = left.div_ceil(2);
-        let r = list[i];
-        total -= r.audit[skip[i]..skip[i] + drop]
-            .iter()
-            .map(|e| e.get().len() + 1)
-            .sum::<usize>();
-        skip[i] += drop;
-    }
-    let mut out = Vec::with_capacity(total);
-    out.extend_from_slice(OPEN.as_bytes());
-    for (n, (r, s)) in list.iter().zip(&skip).enumerate() {
-        if n > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(br#"{"session":"#);
-        out.extend_from_slice(r.view.get().as_bytes());
-        out.extend_from_slice(br#","audit":["#);
-        for (k, e) in r.audit[*s..].iter().enumerate() {
-            if k > 0 {
-                out.push(b',');
-            }
-            out.extend_from_slice(e.get().as_bytes());
-        }
-        out.extend_from_slice(b"]}");
-    }
-    out.extend_from_slice(close.as_bytes());
-    Some(out)
-}
-
-/// One journal line, encoded once: the line is written and its payload kept as stored.
-enum Encoded {
-    Session {
-        view: Box<RawValue>,
-        id: String,
-        lifecycle: Lifecycle,
-        activity: SystemTime,
-    },
-    Audit {
-        entry: EncodedEntry,
-        session_id: String,
-        seq: u64,
-    },
-    Drop {
-        line: Vec<u8>,
-        session_id: String,
-    },
-}
-
-impl Encoded {
-    fn session(view: &SessionView) -> Option<Encoded> {
-        Some(Encoded::Session {
-            view: serde_json::value::to_raw_value(view).ok()?,
-            id: view.session_id.clone(),
-            lifecycle: view.lifecycle,
-            activity: last_activity(view),
-        })
-    }
-
-    fn drop(session_id: String) -> Option<Encoded> {
-        let mut line = serde_json::to_vec(&Op::Drop {
-            session_id: session_id.clone(),
-        })
-        .ok()?;
-        line.push(b'\n');
-        Some(Encoded::Drop { line, session_id })
-    }
-
-    /// The journal line (the same shape `Op` reads back).
-    fn line(&self) -> Vec<u8> {
-        let (head, raw): (&str, &RawValue) = match self {
-            Encoded::Session { view, .. } => (r#"{"op":"session","session":"#, view),
-            Encoded::Audit { entry, .. } => (r#"{"op":"audit","entry":"#, entry),
-            Encoded::Drop { line, .. } => return line.clone(),
-        };
-        let mut line = Vec::with_capacity(head.len() + raw.get().len() + 2);
-        line.extend_from_slice(head.as_bytes());
-        line.extend_from_slice(raw.get().as_bytes());
-        line.extend_from_slice(b"}\n");
-        line
-    }
-}
-
-/// Apply an operation to records in their struct form (loading).
-fn apply_to(records: &mut HashMap<String, Record>, op: Op) {
-    match op {
-        Op::Session { session } => match records.get_mut(&session.session_id) {
-            Some(r) => r.session = *session,
-            None => {
-                records.insert(
-                    session.session_id.clone(),
-                    Record {
-                        session: *session,
-                        audit: Vec::new(),
-                    },
-                );
-            }
-        },
-        Op::Audit { entry } => {
-            if let Some(r) = records.get_mut(&entry.session_id) {
-                if r.audit.last().is_none_or(|last| last.seq < entry.seq) {
-                    r.audit.push(*entry);
-                }
-            }
-        }
-        Op::Drop { session_id } => {
-            records.remove(&session_id);
-        }
-    }
-}
-
-/// What a restored record looks like: detached from any surface; nothing guessed.
-fn detach(mut r: Record) -> Record {
-    let v = &mut r.session;
-    if v.lifecycle != Lifecycle::Archived {
-        v.lifecycle = Lifecycle::Closed;
-    }
-    v.pid = None;
-    v.focused = false;
-    v.restored = true;
-    // A daemon restart never resurrects processes by policy on its own.
-    v.next_restart_at = None;
-    r
-}
-
-/// Open `registry.journal` for writing through [`open_regular`]: `O_NOFOLLOW`, `O_NONBLOCK`
-/// (cleared once it is known to be a regular file), `O_CLOEXEC`, mode 0600, and `fstat` must
-/// show a regular file. A symlink is never opened (so never truncated or appended through)
-/// and a FIFO never blocks the actor.
-fn open_journal(path: &Path, opts: &mut OpenOptions) -> io::Result<File> {
-    crate::control_dir::open_regular(path, opts.mode(0o600), false)
-}
-
-/// Read a file of the control dir without following a symlink and without blocking (a FIFO
-/// would block a plain `open` until a writer came): anything but a regular file of at most
-/// `max` bytes is an error naming what it is. `Ok(None)` when there is no file.
-fn read_bounded(path: &Path, max: u64) -> io::Result<Option<Vec<u8>>> {
-    let file = match OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)
-    {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                "it is a symlink (never followed)",
-            ))
-        }
-        Err(e) => return Err(e),
-    };
-    let meta = file.metadata()?;
-    let kind = meta.file_type();
-    if !kind.is_file() {
-        use std::os::unix::fs::FileTypeExt;
-        let what = if kind.is_dir() {
-            "a directory"
-        } else if kind.is_fifo() {
-            "a FIFO"
-        } else if kind.is_socket() {
-            "a socket"
-        } else {
-            "a device"
-        };
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("it is {what}, not a regular file"),
-        ));
-    }
-    if meta.len() > max {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("it is {} bytes; the limit is {max}", meta.len()),
-        ));
-    }
-    let mut buf = Vec::new();
-    file.take(max + 1).read_to_end(&mut buf)?;
-    if buf.len() as u64 > max {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            "it grew while read",
-        ));
-    }
-    Ok(Some(buf))
-}
-
-/// How deep the JSON in `bytes` nests, scanned without recursion (strings and escapes
-/// skipped). Malformed input gives some number; the parse reports the malformation.
-fn nesting_depth(bytes: &[u8]) -> usize {
-    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
-    for &b in bytes {
-        if in_string {
-            match b {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'[' | b'{' => {
-                depth += 1;
-                deepest = deepest.max(depth);
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    deepest
-}
-
-/// Parse what a load reads: never limited by serde_json's default recursion limit (127
-/// nested containers) for a file up to [`LOAD_MAX_DEPTH`] deep, never a stack overflow for
-/// a deeper one (refused before parsing). A deep file is parsed with the recursion limit off
-/// on a thread whose stack is sized for it. The error names the position, never the content
-/// (a value could be anything a caller stored).
-fn parse_registry_json<T: serde::de::DeserializeOwned + Send>(bytes: &[u8]) -> Result<T, String> {
-    let depth = nesting_depth(bytes);
-    if depth > LOAD_MAX_DEPTH {
-        return Err(format!(
-            "it nests {depth} levels deep, over the limit of {LOAD_MAX_DEPTH}"
-        ));
-    }
-    let describe = |e: serde_json::Error| {
-        format!(
-            "{:?} error at line {} column {}",
-            e.classify(),
-            e.line(),
-            e.column()
-        )
-        .to_lowercase()
-    };
-    if depth < maxx_protocol::limits::SERDE_JSON_MAX_NESTING {
-        return serde_json::from_slice(bytes).map_err(describe);
-    }
-    std::thread::scope(|scope| {
-        std::thread::Builder::new()
-            .name("maxx-load".into())
-            .stack_size(DEEP_PARSE_STACK)
-            .spawn_scoped(scope, || {
-                let mut de = serde_json::Deserializer::from_slice(bytes);
-                de.disable_recursion_limit();
-                let value = T::deserialize(&mut de).map_err(describe)?;
-                de.end().map_err(describe)?;
-                Ok(value)
-            })
-            .map_err(|e| format!("could not start the load thread: {e}"))?
-            .join()
-            .unwrap_or_else(|_| Err("the parse panicked".into()))
-    })
-}
 
 impl PersistState {
     fn new(dir: ControlDir, fsync: bool, stats: Arc<Stats>, retain: usize) -> Self {
@@ -587,7 +181,10 @@ impl PersistState {
             failure: None,
             failure_unsafe: false,
             stats,
-            retain,
+            // The snapshot is sized for at most this many records (the CLI refuses more).
+            retain: retain.min(RETAINED_RECORDS_MAX),
+            fold_failing: false,
+            next_fold_at: 0,
         }
     }
 
@@ -641,46 +238,9 @@ impl PersistState {
     /// Load the snapshot and replay the journal. Never writes.
     fn load(&mut self) -> HashMap<String, Record> {
         let mut records = HashMap::new();
-        let snapshot_path = self.dir.path().join(REGISTRY_FILE);
-        match read_bounded(&snapshot_path, REGISTRY_MAX_BYTES as u64) {
-            Ok(None) => {}
-            Ok(Some(bytes)) => match parse_registry_json::<Snapshot>(&bytes) {
-                Ok(s) if s.version == REGISTRY_VERSION => {
-                    for r in s.sessions {
-                        records.insert(r.session.session_id.clone(), r);
-                    }
-                }
-                Ok(s) => self.unreadable(
-                    REGISTRY_FILE,
-                    format!(
-                        "it has version {}; this build reads {REGISTRY_VERSION}",
-                        s.version
-                    ),
-                ),
-                Err(e) => self.unreadable(REGISTRY_FILE, format!("it does not parse ({e})")),
-            },
-            Err(e) => self.unreadable(REGISTRY_FILE, e.to_string()),
-        }
-        if self.read_only {
-            return records;
-        }
-        let journal_path = self.dir.path().join(JOURNAL_FILE);
-        match read_bounded(&journal_path, JOURNAL_MAX_BYTES) {
-            Ok(None) => {}
-            Ok(Some(bytes)) => {
-                let mut applied = 0usize;
-                for line in BufReader::new(&bytes[..]).split(b'\n') {
-                    let Ok(line) = line else { break };
-                    // A torn last line from a crash mid-write is skipped.
-                    if let Ok(op) = parse_registry_json::<Op>(&line) {
-                        apply_to(&mut records, op);
-                        applied += 1;
-                    }
-                }
-                tracing::info!(applied, "journal replayed");
-            }
-            // Ignoring it would lose what it holds at the next fold: preserve it instead.
-            Err(e) => self.unreadable(JOURNAL_FILE, e.to_string()),
+        self.load_snapshot(&mut records);
+        if !self.read_only {
+            self.replay_journal(&mut records);
         }
         records
     }
@@ -697,209 +257,6 @@ impl PersistState {
             .set(crate::stats::RegistryUnreadable { file: path, reason });
     }
 
-    /// Write a new snapshot from the current records and truncate the journal. On failure
-    /// the last readable `registry.json` and the journal stay as they were.
-    fn fold(&mut self) -> io::Result<()> {
-        if self.read_only {
-            return Ok(());
-        }
-        let order = retain_stored(&mut self.records, SystemTime::now(), self.retain);
-        let Some(bytes) = encode_fitting(&self.records, &order, REGISTRY_MAX_BYTES) else {
-            tracing::error!("the registry does not fit in 16 MiB even without audit history; keeping the last file");
-            return Err(io::Error::other("the registry does not fit in 16 MiB"));
-        };
-        // Temp file + rename: a full disk fails the temp file, never registry.json.
-        if let Err(e) = self.dir.write_private(REGISTRY_FILE, &bytes) {
-            tracing::error!(error = %e, "could not write registry.json; keeping the last readable file");
-            Stats::add(&self.stats.journal_write_errors, 1);
-            return Err(e);
-        }
-        // The snapshot now holds everything the journal (and the backlog) did.
-        self.backlog.clear();
-        self.backlog_lost = false;
-        self.torn = false;
-        // Never through a link, never blocking on a FIFO: a symlink or FIFO planted at the
-        // journal's name is refused here (its target untouched), and the next mutation's
-        // journal write is refused the same way (`persistence_failed`).
-        match open_journal(
-            &self.dir.path().join(JOURNAL_FILE),
-            OpenOptions::new().create(true).write(true).truncate(true),
-        ) {
-            Ok(f) => {
-                self.journal = Some(f);
-                self.journal_bytes = 0;
-            }
-            Err(e) => {
-                // The snapshot is complete; stale journal lines replay harmlessly over it.
-                tracing::error!(error = %e, "could not reset registry.journal");
-                self.journal = None;
-            }
-        }
-        self.caught_up();
-        Ok(())
-    }
-
-    /// Append `bytes` (whole lines) to the journal in one write. A failed write is cut back
-    /// to the last complete line.
-    fn write_journal(&mut self, bytes: &[u8]) -> io::Result<()> {
-        let path = self.dir.path().join(JOURNAL_FILE);
-        if self.journal.is_none() {
-            let f = open_journal(&path, OpenOptions::new().create(true).append(true))?;
-            self.journal_bytes = f.metadata()?.len();
-            self.journal = Some(f);
-        }
-        let Some(f) = self.journal.as_mut() else {
-            return Err(io::Error::other("registry.journal is not open"));
-        };
-        // Removed, renamed away or replaced under us (by a symlink, a FIFO, another file):
-        // lines written to the file we hold would not be at the journal's name at the next
-        // start. The caller writes a snapshot instead, and the reopen refuses anything but a
-        // regular file.
-        let held = f.metadata()?;
-        let at_path = std::fs::symlink_metadata(&path);
-        if held.nlink() == 0
-            || !at_path.is_ok_and(|m| m.dev() == held.dev() && m.ino() == held.ino())
-        {
-            self.journal = None;
-            return Err(io::Error::new(
-                io::ErrorKind::NotFound,
-                "registry.journal was removed or replaced",
-            ));
-        }
-        let lead: &[u8] = if self.torn { b"\n" } else { b"" };
-        let result = (|| {
-            if !lead.is_empty() {
-                f.write_all(lead)?;
-            }
-            f.write_all(bytes)?;
-            if self.fsync {
-                f.sync_data()?;
-            }
-            Ok(())
-        })();
-        match result {
-            Ok(()) => {
-                self.journal_bytes += (lead.len() + bytes.len()) as u64;
-                self.torn = false;
-                Ok(())
-            }
-            Err(e) => {
-                // ENOSPC can land part of a line. Cut it off (truncating needs no space);
-                // if even that fails, the next write starts on a new line.
-                if f.set_len(self.journal_bytes).is_err() {
-                    self.torn = true;
-                    self.journal = None;
-                }
-                Err(e)
-            }
-        }
-    }
-
-    fn behind(&self) -> bool {
-        self.failure.is_some()
-    }
-
-    fn fell_behind(&mut self, e: &io::Error) {
-        use std::sync::atomic::Ordering;
-        if self.failure.is_none() {
-            tracing::error!(error = %e, "journal write failed; mutations are refused until it can be written");
-            self.stats.journal_behind.store(1, Ordering::Relaxed);
-        }
-        Stats::add(&self.stats.journal_write_errors, 1);
-        self.failure_unsafe = crate::control_dir::unsafe_file(e).is_some();
-        self.failure = Some(e.to_string());
-    }
-
-    fn caught_up(&mut self) {
-        use std::sync::atomic::Ordering;
-        if self.failure.take().is_some() {
-            tracing::warn!("journal writable again; the operations held in memory are written");
-            self.stats.journal_behind.store(0, Ordering::Relaxed);
-        }
-    }
-
-    /// Write what the journal is missing: the backlog, or (if it was dropped) a snapshot.
-    fn catch_up(&mut self) {
-        if self.read_only || !self.behind() {
-            return;
-        }
-        if self.backlog_lost {
-            // fold() reports its own failure; a success clears the backlog.
-            let _ = tokio::task::block_in_place(|| self.fold());
-            return;
-        }
-        let backlog = std::mem::take(&mut self.backlog);
-        match self.write_journal(&backlog) {
-            Ok(()) => self.caught_up(),
-            Err(e) => {
-                self.backlog = backlog;
-                self.fell_behind(&e);
-            }
-        }
-    }
-
-    /// The error an acknowledgement carries while the journal is behind.
-    fn not_durable(&self) -> Result<(), ErrorBody> {
-        if let Some(u) = self.stats.registry_unreadable.get() {
-            return Err(u.error());
-        }
-        match &self.failure {
-            None => Ok(()),
-            Some(why) => Err(ErrorBody::new(
-                ErrorCode::PersistenceFailed,
-                format!(
-                    "the registry journal cannot be written ({why}); the change is not on disk"
-                ),
-            )
-            .with_remedy(if self.failure_unsafe {
-                format!(
-                    "remove {} (the daemon never writes through a symlink, FIFO or anything \
-                     but a regular file there); the daemon writes what it holds in memory with \
-                     the next mutation",
-                    self.dir.path().join(JOURNAL_FILE).display()
-                )
-            } else {
-                "free space in the control dir (see `maxx daemon status`); the daemon writes \
-                 what it holds in memory with the next mutation"
-                    .to_string()
-            })),
-        }
-    }
-
-    fn append(&mut self, line: Vec<u8>) {
-        if self.read_only {
-            return;
-        }
-        if self.behind() {
-            // Keep the order: this line goes after what is already waiting.
-            if self.backlog.len() + line.len() > BACKLOG_MAX_BYTES {
-                self.backlog = Vec::new();
-                self.backlog_lost = true;
-            } else if !self.backlog_lost {
-                self.backlog.extend_from_slice(&line);
-            }
-            // A snapshot must wait until this operation is applied (record() runs it).
-            if !self.backlog_lost {
-                self.catch_up();
-            }
-            return;
-        }
-        // One write per line: a crash leaves at most the last line torn.
-        match self.write_journal(&line) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                // What the journal held is gone with it: only a snapshot (which also holds
-                // this operation once it is applied) catches up.
-                self.fell_behind(&e);
-                self.backlog_lost = true;
-            }
-            Err(e) => {
-                self.backlog = line;
-                self.fell_behind(&e);
-            }
-        }
-    }
-
     /// Journal an operation, apply it, and fold when the journal is big. The order matters:
     /// a fold snapshots the records and truncates the journal, so the operation must be in
     /// the records before any fold can run.
@@ -910,8 +267,8 @@ impl PersistState {
             // Only a snapshot catches up, and it must include this operation.
             self.catch_up();
         }
-        if self.journal_bytes > FOLD_BYTES && !self.behind() {
-            // A failed fold is logged and leaves the journal as it is.
+        if self.journal_bytes > FOLD_BYTES.max(self.next_fold_at) && !self.behind() {
+            // A failed fold is logged (once) and leaves the journal as it is.
             let _ = tokio::task::block_in_place(|| self.fold());
         }
     }
@@ -999,11 +356,15 @@ impl Actor for PersistenceActor {
 
 #[cfg(test)]
 mod tests {
+    use super::journal::*;
+    use super::snapshot::*;
     use super::*;
     use maxx_protocol::audit::AuditKind;
     use maxx_protocol::session::Location;
+    use maxx_protocol::{audit::AuditEntry, error::ErrorCode, session::Lifecycle};
     use serde_json::Map;
     use std::fs;
+    use std::time::Duration;
 
     fn view(id: usize, lifecycle: Lifecycle, updated: SystemTime) -> SessionView {
         let t = maxx_protocol::time::rfc3339(updated);
@@ -1178,6 +539,180 @@ mod tests {
         );
     }
 
+    /// A record with every field at its limit and every char escaped (`\u0001`): what
+    /// `RECORD_MAX_BYTES` bounds. The struct literal lists every field, so a new field
+    /// does not compile here until it is bounded too.
+    fn largest_view(id: usize) -> SessionView {
+        use maxx_protocol::limits::*;
+        use maxx_protocol::session::{RestartMode, RestartPolicy, SplitDirection, WorkflowState};
+        let esc = |n: usize| "\u{1}".repeat(n);
+        let t = maxx_protocol::time::rfc3339(SystemTime::now());
+        let uuid = "ffffffff-ffff-4fff-bfff-ffffffffffff".to_string();
+        let mut metadata = Map::new();
+        let mut i = 0;
+        loop {
+            let key = format!("{i:0>64}");
+            let used = serde_json::to_vec(&metadata).unwrap().len();
+            let room = METADATA_MAP_MAX_BYTES - used;
+            // `,"key":"…"`: 1 + 66 + 1 + 2 around the value's chars (6 bytes each).
+            let chars = (room.saturating_sub(70) / 6).min((METADATA_VALUE_MAX_BYTES - 2) / 6);
+            if chars == 0 || metadata.len() == METADATA_MAX_KEYS {
+                break;
+            }
+            metadata.insert(key, serde_json::Value::String(esc(chars)));
+            i += 1;
+        }
+        let schema = serde_json::json!({"description": "x".repeat(RESULT_SCHEMA_MAX_BYTES - 20)});
+        SessionView {
+            session_id: format!("{id:08}-0000-4000-8000-000000000000"),
+            surface_id: uuid.clone(),
+            title: Some(esc(TITLE_MAX_CHARS)),
+            command: Some(esc(COMMAND_MAX_CHARS)),
+            cwd: esc(CWD_MAX_BYTES),
+            status: Some(esc(STATUS_MAX_CHARS)),
+            lifecycle: Lifecycle::Archived,
+            metadata,
+            created_at: t.clone(),
+            updated_at: t.clone(),
+            pid: Some(u32::MAX),
+            exit_code: Some(i32::MIN),
+            exit_signal: Some("SIGSTKFLT".into()),
+            location: Location::Split,
+            split_target: Some(uuid.clone()),
+            split_direction: Some(SplitDirection::Right),
+            focused: true,
+            restart_count: u32::MAX,
+            terminal_title: Some(esc(TERMINAL_TITLE_MAX_CHARS)),
+            cols: u16::MAX,
+            rows: u16::MAX,
+            restored: true,
+            last_seen_at: Some(t.clone()),
+            restart_policy: Some(RestartPolicy {
+                mode: RestartMode::OnFailure,
+                exit_codes: vec![255; RESTART_EXIT_CODES_MAX],
+                max_restarts: u32::MAX,
+                window_secs: u64::MAX,
+                backoff_min_ms: u64::MAX,
+                backoff_max_ms: u64::MAX,
+            }),
+            next_restart_at: Some(t.clone()),
+            restart_gave_up: true,
+            archive_reason: Some(esc(ARCHIVE_REASON_MAX_CHARS)),
+            group: Some("g".repeat(GROUP_MAX_CHARS)),
+            parent_id: Some(uuid),
+            workflow_state: Some(WorkflowState::Running),
+            workflow_state_at: Some(t.clone()),
+            workflow_state_source: Some(esc(SOURCE_MAX_CHARS)),
+            summary: Some(esc(SUMMARY_MAX_CHARS)),
+            summary_at: Some(t.clone()),
+            summary_source: Some(esc(SOURCE_MAX_CHARS)),
+            result: Some(esc(RESULT_MAX_BYTES)),
+            result_at: Some(t.clone()),
+            result_source: Some(esc(SOURCE_MAX_CHARS)),
+            result_schema: Some(schema),
+            agent_type: Some("a".repeat(AGENT_TYPE_MAX_CHARS)),
+            agent_type_at: Some(t),
+            agent_type_source: Some(esc(SOURCE_MAX_CHARS)),
+        }
+    }
+
+    /// Issue 18 item 3: the bound the snapshot cap is sized from holds for the largest
+    /// record a caller can make, and is not loose by more than its fixed allowance.
+    #[test]
+    fn the_largest_possible_record_fits_record_max_bytes() {
+        use maxx_protocol::limits::{METADATA_MAP_MAX_BYTES, RECORD_FIXED_MAX_BYTES};
+        let v = largest_view(1);
+        let meta = serde_json::to_vec(&v.metadata).unwrap().len();
+        assert!(
+            meta <= METADATA_MAP_MAX_BYTES && meta > METADATA_MAP_MAX_BYTES - 128,
+            "{meta}"
+        );
+        let len = serde_json::to_vec(&v).unwrap().len();
+        assert!(len <= RECORD_MAX_BYTES, "{len} > {RECORD_MAX_BYTES}");
+        assert!(
+            len + RECORD_FIXED_MAX_BYTES >= RECORD_MAX_BYTES,
+            "the bound is {RECORD_MAX_BYTES}, the largest record {len}"
+        );
+        let stored = Stored::new(&v).unwrap();
+        assert!(stored.encoded_len(0) <= RECORD_MAX_BYTES + SNAPSHOT_RECORD_OVERHEAD);
+        // And as a journal line.
+        let line = Encoded::session(&v).unwrap().line();
+        assert!(line.len() <= RECORD_MAX_BYTES + 64);
+    }
+
+    /// The boundary, scaled: a snapshot cap sized as REGISTRY_MAX_BYTES is (N records of
+    /// RECORD_MAX_BYTES plus framing) always holds N of the largest records; audit history
+    /// is what gives way, oldest first, and every record is written whole.
+    #[test]
+    fn a_snapshot_sized_for_n_largest_records_always_holds_them_and_trims_only_audit() {
+        const N: usize = 6;
+        let cap = N * (RECORD_MAX_BYTES + SNAPSHOT_RECORD_OVERHEAD) + SNAPSHOT_FRAMING_BYTES;
+        let mut map = HashMap::new();
+        let mut order = Vec::new();
+        for i in 0..N {
+            let v = largest_view(i + 1);
+            let mut stored = Stored::new(&v).unwrap();
+            for seq in 1..=200u64 {
+                let e = entry(&v.session_id, seq, 1000);
+                stored.audit.push(crate::audit_log::encode(&e).unwrap());
+            }
+            order.push(v.session_id.clone());
+            map.insert(v.session_id.clone(), stored);
+        }
+        let bytes = encode_fitting(&map, &order, cap).expect("N largest records always fit");
+        assert!(bytes.len() <= cap);
+        let snap: Snapshot = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(snap.sessions.len(), N, "no record is ever skipped");
+        for r in &snap.sessions {
+            let want = largest_view(r.session.session_id[..8].parse().unwrap());
+            assert_eq!(r.session.result, want.result);
+            assert_eq!(r.session.metadata, want.metadata);
+            // What audit is kept is the newest.
+            if let Some(first) = r.audit.first() {
+                assert_eq!(r.audit.last().unwrap().seq, 200);
+                assert_eq!(first.seq as usize, 201 - r.audit.len());
+            }
+        }
+        // The real cap holds RETAINED_RECORDS_MAX of them with ≥ 16 MiB to spare for audit.
+        const { assert!(SNAPSHOT_RECORDS_MAX_BYTES + 16 * 1024 * 1024 <= REGISTRY_MAX_BYTES) };
+    }
+
+    /// A journal write that would pass JOURNAL_MAX_BYTES (only possible while snapshots
+    /// fail) is refused, never written: the next start would ignore such a journal. The
+    /// operation is held in memory and reaches disk with the next successful snapshot.
+    #[test]
+    fn a_journal_write_past_its_cap_is_refused_and_caught_up_by_a_snapshot() {
+        let tmp = std::env::temp_dir().join(format!("maxx-jcap-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&tmp);
+        let dir = ControlDir::prepare(&tmp).unwrap();
+        let stats = Arc::new(Stats::default());
+        let mut st = PersistState::new(dir.clone(), false, stats.clone(), RETENTION_COUNT);
+        st.write_journal(b"").unwrap();
+        // As if folds had been failing while the journal grew to its cap.
+        st.journal_bytes = JOURNAL_MAX_BYTES - 10;
+        st.next_fold_at = u64::MAX;
+        let v = view(9, Lifecycle::Running, SystemTime::now());
+        let rt = tokio::runtime::Builder::new_multi_thread().build().unwrap();
+        rt.block_on(async { st.append(Encoded::session(&v).unwrap().line()) });
+        assert_eq!(fs::metadata(tmp.join(JOURNAL_FILE)).unwrap().len(), 0);
+        let err = st.not_durable().unwrap_err();
+        assert_eq!(err.code, ErrorCode::PersistenceFailed);
+        assert!(err.message.contains("limit"), "{}", err.message);
+        assert_eq!(
+            stats
+                .journal_behind
+                .load(std::sync::atomic::Ordering::Relaxed),
+            1
+        );
+        // The operation is applied in memory; the retry folds it into a snapshot.
+        st.apply(Encoded::session(&v).unwrap());
+        rt.block_on(async { st.catch_up() });
+        assert!(st.not_durable().is_ok());
+        let mut fresh = PersistState::new(dir, false, Arc::default(), RETENTION_COUNT);
+        assert!(fresh.load().contains_key(&v.session_id));
+        fs::remove_dir_all(&tmp).unwrap();
+    }
+
     #[test]
     fn journal_replay_is_idempotent_and_survives_a_torn_line() {
         let tmp = std::env::temp_dir().join(format!("maxx-persist-{}", std::process::id()));
@@ -1209,15 +744,16 @@ mod tests {
         let mut st = PersistState::new(dir, false, Arc::default(), RETENTION_COUNT);
         assert_eq!(st.load()[&id].audit.len(), 2);
         // An oversized snapshot is preserved and makes this run read-only.
-        let huge = vec![b' '; REGISTRY_MAX_BYTES + 1];
-        fs::write(tmp.join(REGISTRY_FILE), &huge).unwrap();
+        // Sparse: the size is refused before anything is read.
+        let huge = REGISTRY_MAX_BYTES as u64 + 1;
+        fs::File::create(tmp.join(REGISTRY_FILE))
+            .unwrap()
+            .set_len(huge)
+            .unwrap();
         st.load();
         assert!(st.read_only);
         st.fold().unwrap();
-        assert_eq!(
-            fs::metadata(tmp.join(REGISTRY_FILE)).unwrap().len(),
-            huge.len() as u64
-        );
+        assert_eq!(fs::metadata(tmp.join(REGISTRY_FILE)).unwrap().len(), huge);
         fs::remove_dir_all(&tmp).unwrap();
     }
 
@@ -1255,7 +791,59 @@ mod tests {
 
 #[cfg(test)]
 mod fold_tests {
+    use super::journal::*;
+    use super::snapshot::*;
     use super::*;
+
+    fn view_n(n: u32) -> SessionView {
+        serde_json::from_value(serde_json::json!({
+            "session_id": format!("{n:08}-0000-4000-8000-000000000000"), "surface_id": "S",
+            "title": null, "command": "true", "cwd": "/", "status": null, "lifecycle": "running",
+            "metadata": {}, "created_at": "2026-01-01T00:00:00Z",
+            "updated_at": "2026-01-01T00:00:00Z", "pid": null, "location": "tab",
+            "focused": false, "restart_count": 0, "cols": 80, "rows": 24
+        }))
+        .unwrap()
+    }
+
+    /// Issue 18 item 3: a fold that fails (here: a directory planted at the snapshot's temp
+    /// name) is not retried, and not logged again, with every operation: only once the
+    /// journal has grown FOLD_RETRY_BYTES more. Nothing is lost meanwhile (the journal keeps
+    /// every line), and the first fold that goes through truncates the journal.
+    #[test]
+    fn a_failing_fold_is_retried_only_as_the_journal_grows() {
+        let tmp = std::env::temp_dir().join(format!("maxx-foldfail-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        let dir = ControlDir::prepare(&tmp).unwrap();
+        let mut st = PersistState::new(dir.clone(), false, Arc::default(), RETENTION_COUNT);
+        st.write_journal(b"").unwrap();
+        let plant = tmp.join(format!(".{REGISTRY_FILE}.tmp.{}", std::process::id()));
+        std::fs::create_dir(&plant).unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread().build().unwrap();
+        st.journal_bytes = FOLD_BYTES; // the next write folds
+        rt.block_on(async { st.record(Encoded::session(&view_n(1)).unwrap()) });
+        assert!(st.fold_failing);
+        assert!(!tmp.join(REGISTRY_FILE).exists());
+        let retry_at = st.next_fold_at;
+        assert_eq!(retry_at, st.journal_bytes + FOLD_RETRY_BYTES);
+        // Below the retry point: no attempt (a failed one would move the retry point).
+        rt.block_on(async { st.record(Encoded::session(&view_n(2)).unwrap()) });
+        assert_eq!(st.next_fold_at, retry_at);
+        assert!(
+            st.not_durable().is_ok(),
+            "the journal still takes every line"
+        );
+        // The disk takes the snapshot again and the journal passed the retry point: folded.
+        std::fs::remove_dir(&plant).unwrap();
+        st.journal_bytes = retry_at;
+        rt.block_on(async { st.record(Encoded::session(&view_n(3)).unwrap()) });
+        assert!(!st.fold_failing);
+        assert_eq!(st.journal_bytes, 0);
+        let snap: Snapshot =
+            serde_json::from_slice(&std::fs::read(tmp.join(REGISTRY_FILE)).unwrap()).unwrap();
+        assert_eq!(snap.sessions.len(), 3);
+        std::fs::remove_dir_all(&tmp).unwrap();
+    }
 
     /// Regression: an operation that triggers a fold must be in the snapshot the fold
     /// writes (it used to be applied after the journal holding it was truncated).
@@ -1287,7 +875,10 @@ mod fold_tests {
 
 #[cfg(test)]
 mod depth_tests {
+    use super::journal::*;
+    use super::snapshot::*;
     use super::*;
+    use maxx_protocol::error::ErrorCode;
     use maxx_protocol::limits::{JSON_MAX_DEPTH, SERDE_JSON_MAX_NESTING};
     use serde_json::{json, Value};
 
