@@ -6,6 +6,7 @@ mod declarations;
 mod hostile_daemon;
 mod hostile_gates;
 mod hostile_persist;
+mod hostile_streams;
 mod hostile_waits;
 mod human;
 mod keys;

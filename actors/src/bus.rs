@@ -6,12 +6,20 @@
 //! replay it: 10,000 live `StreamEvent`s took ~8.6 MiB in ~100,000 small allocations, which
 //! a long-running daemon paid for in fragmentation long after the burst that made them.
 //!
-//! Every subscriber has a bounded queue. The bus never waits on one: a subscriber whose
-//! queue is full is dropped on the spot (its stream then ends with a reset marker telling
-//! the client where to resume), so one stalled reader can neither grow memory nor slow
-//! anyone else.
+//! Every subscriber has a bounded queue, accounted in bytes (the event's JSON size) against
+//! its share and the daemon's total in the [`StreamBudget`](crate::stats::StreamBudget). The
+//! bus never waits on one: a subscriber over its share (or holding the most when the total
+//! is spent) is dropped on the spot, its connection throws the queue away at once, and its
+//! stream ends with a reset marker telling the client where to resume. One stalled reader
+//! can neither grow memory nor slow anyone else.
+//!
+//! A `since` replay is not queued whole: the subscription returns where it starts and the
+//! connection reads the ring in batches ([`BusMsg::Replay`]) of about
+//! `STREAM_REPLAY_BATCH_BYTES`, the next once the previous is written. If the ring evicts
+//! events the reader had not reached yet, the batch says so and the stream is reset.
 
-use crate::stats::Stats;
+use crate::stats::{Charge, Stats};
+use maxx_protocol::limits::STREAM_REPLAY_BATCH_BYTES;
 use maxx_protocol::stream::{StreamEvent, StreamFilter, STREAM_SCHEMA};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use std::collections::VecDeque;
@@ -24,6 +32,23 @@ pub type Draft = StreamEvent;
 /// What a subscriber receives.
 pub type Delivered = Arc<StreamEvent>;
 
+/// A queued event and the bytes charged for it (its JSON size), to release once written.
+pub type Queued = (Delivered, usize);
+
+/// Events a replay batch examines at most, so one batch holds the bus only briefly.
+const REPLAY_BATCH_SCAN: usize = 4096;
+
+/// One batch of a `since` replay.
+#[derive(Debug, Default)]
+pub struct Batch {
+    /// Retained events passing the filter, oldest first; the caller charges them.
+    pub events: Vec<Queued>,
+    /// The cursor the next batch continues after.
+    pub last: u64,
+    /// Events between the asked position and the batch were evicted from the ring.
+    pub gap: bool,
+}
+
 /// The answer to a subscription: where the stream starts.
 #[derive(Debug, Clone)]
 pub struct Hello {
@@ -35,22 +60,40 @@ pub struct Hello {
     pub reset: bool,
     /// With `reset`: every event up to this cursor is gone.
     pub dropped_through: Option<u64>,
+    /// Replay events after this cursor through `cursor` (live events follow it); `None`:
+    /// nothing to replay.
+    pub replay_after: Option<u64>,
 }
 
 /// Messages the bus handles.
 pub enum BusMsg {
     /// Stamp and fan out an event.
     Publish(Box<Draft>),
-    /// Follow events passing `filter`; replay retained ones after `since` first.
+    /// Follow events passing `filter` from the next one on; the hello says where a replay
+    /// of retained ones after `since` starts.
     Subscribe {
         /// Which events.
         filter: StreamFilter,
         /// Replay from here.
         since: Option<u64>,
         /// Where they go.
-        tx: mpsc::Sender<Delivered>,
+        tx: mpsc::Sender<Queued>,
+        /// The subscriber's byte account.
+        charge: Arc<Charge>,
         /// Answer.
         reply: RpcReplyPort<Hello>,
+    },
+    /// The next replay batch: retained events passing `filter` after `after`, through
+    /// `through`.
+    Replay {
+        /// Which events.
+        filter: StreamFilter,
+        /// The last cursor already replayed (or skipped).
+        after: u64,
+        /// The subscription's hello cursor: live events follow it.
+        through: u64,
+        /// Answer.
+        reply: RpcReplyPort<Batch>,
     },
     /// Stop following.
     Unsubscribe(u64),
@@ -74,7 +117,8 @@ impl Retained {
 struct Subscriber {
     id: u64,
     filter: StreamFilter,
-    tx: mpsc::Sender<Delivered>,
+    tx: mpsc::Sender<Queued>,
+    charge: Arc<Charge>,
 }
 
 /// Bus state.
@@ -88,6 +132,39 @@ pub struct BusState {
 }
 
 impl BusState {
+    /// The next replay batch after `after` through `through`.
+    fn replay(&self, filter: &StreamFilter, after: u64, through: u64) -> Batch {
+        let mut batch = Batch {
+            last: through,
+            ..Batch::default()
+        };
+        let oldest = self.ring.front().map_or(self.last_cursor + 1, |e| e.cursor);
+        if after >= through {
+            return batch;
+        }
+        if after + 1 < oldest {
+            batch.gap = true;
+            return batch;
+        }
+        let start = self.ring.partition_point(|r| r.cursor <= after);
+        let mut bytes = 0;
+        for (scanned, r) in self.ring.range(start..).enumerate() {
+            if r.cursor > through {
+                break;
+            }
+            if scanned == REPLAY_BATCH_SCAN || bytes >= STREAM_REPLAY_BATCH_BYTES {
+                batch.last = r.cursor - 1;
+                return batch;
+            }
+            if let Some(event) = r.decode().filter(|e| filter.matches(e)) {
+                let size = r.json.get().len();
+                bytes += size;
+                batch.events.push((event, size));
+            }
+        }
+        batch
+    }
+
     fn count(&self) {
         self.stats.streams.store(
             self.subscribers.len() as i64,
@@ -99,9 +176,33 @@ impl BusState {
 /// The actor; its arguments are the ring capacity and the daemon's counters.
 pub struct BusActor;
 
-/// Queue length of one subscriber: room for a full replay plus live headroom.
+/// Queue length of one subscriber, a backstop behind its byte share: live events only (a
+/// replay goes in batches), so the bus's ring plus headroom is plenty.
 pub fn subscriber_queue(capacity: usize) -> usize {
     capacity + maxx_protocol::limits::WATCH_BUFFER
+}
+
+impl Subscriber {
+    /// Queue `event` (`bytes` of JSON); `false` when the subscriber must be dropped.
+    fn offer(&self, event: &Delivered, bytes: usize) -> bool {
+        if !self.filter.matches(event) {
+            return !self.charge.is_evicted() && !self.tx.is_closed();
+        }
+        if !self.charge.add(bytes) {
+            return false;
+        }
+        match self.tx.try_send((event.clone(), bytes)) {
+            Ok(()) => true,
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                self.charge.evict();
+                false
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => {
+                self.charge.sub(bytes);
+                false
+            }
+        }
+    }
 }
 
 impl Actor for BusActor {
@@ -140,17 +241,22 @@ impl Actor for BusActor {
                 if state.ring.len() == state.capacity {
                     state.ring.pop_front();
                 }
-                match serde_json::value::to_raw_value(&*event) {
-                    Ok(json) => state.ring.push_back(Retained {
-                        cursor: event.cursor,
-                        json,
-                    }),
-                    Err(e) => tracing::error!(error = %e, "bus event not retained"),
-                }
+                let bytes = match serde_json::value::to_raw_value(&*event) {
+                    Ok(json) => {
+                        let bytes = json.get().len();
+                        state.ring.push_back(Retained {
+                            cursor: event.cursor,
+                            json,
+                        });
+                        bytes
+                    }
+                    Err(e) => {
+                        tracing::error!(error = %e, "bus event not retained");
+                        1024
+                    }
+                };
                 let before = state.subscribers.len();
-                state
-                    .subscribers
-                    .retain(|s| !s.filter.matches(&event) || s.tx.try_send(event.clone()).is_ok());
+                state.subscribers.retain(|s| s.offer(&event, bytes));
                 if state.subscribers.len() != before {
                     state.count();
                 }
@@ -159,6 +265,7 @@ impl Actor for BusActor {
                 filter,
                 since,
                 tx,
+                charge,
                 reply,
             } => {
                 state.next_id += 1;
@@ -180,19 +287,25 @@ impl Actor for BusActor {
                     cursor: state.last_cursor,
                     reset,
                     dropped_through: reset.then(|| oldest.saturating_sub(1)),
+                    replay_after: (from <= state.last_cursor).then(|| from - 1),
                 };
-                let mut ok = true;
-                let replay = state.ring.iter().filter(|r| r.cursor >= from);
-                for event in replay.filter_map(Retained::decode) {
-                    if filter.matches(&event) && tx.try_send(event).is_err() {
-                        ok = false;
-                        break;
-                    }
-                }
-                if reply.send(hello).is_ok() && ok {
-                    state.subscribers.push(Subscriber { id, filter, tx });
+                if reply.send(hello).is_ok() {
+                    state.subscribers.push(Subscriber {
+                        id,
+                        filter,
+                        tx,
+                        charge,
+                    });
                     state.count();
                 }
+            }
+            BusMsg::Replay {
+                filter,
+                after,
+                through,
+                reply,
+            } => {
+                let _ = reply.send(state.replay(&filter, after, through));
             }
             BusMsg::Unsubscribe(id) => {
                 state.subscribers.retain(|s| s.id != id);

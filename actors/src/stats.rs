@@ -3,9 +3,11 @@
 //! behind; operators use them to spot leaks.
 
 use maxx_protocol::error::{ErrorBody, ErrorCode};
+use maxx_protocol::limits::{STREAM_CLIENT_MAX_BYTES, STREAM_TOTAL_MAX_BYTES};
 use serde::Serialize;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// A registry file the daemon could not read at start (it preserves it as it is).
 #[derive(Debug, Clone, Serialize)]
@@ -73,6 +75,14 @@ pub struct Stats {
     pub trimming: AtomicBool,
     /// Trims run since start.
     pub memory_trims: AtomicI64,
+    /// Bytes stream clients have queued (mirrors the budget's total, for `daemon.stats`).
+    pub stream_queued_bytes: AtomicI64,
+    /// Stream clients dropped as slow consumers since start (their queue passed
+    /// `STREAM_CLIENT_MAX_BYTES`, or they held the most when the total passed
+    /// `STREAM_TOTAL_MAX_BYTES`).
+    pub slow_consumers_dropped: AtomicI64,
+    /// The byte budget of stream clients' queues.
+    pub stream_budget: StreamBudget,
 }
 
 /// A point-in-time copy, as `daemon.stats` reports it.
@@ -110,6 +120,10 @@ pub struct StatsSnapshot {
     pub heap_allocated: u64,
     /// Bytes of memory the allocator holds resident (0 if unavailable).
     pub heap_resident: u64,
+    /// Bytes stream clients (watches, attaches, bus subscriptions) have queued right now.
+    pub stream_queued_bytes: i64,
+    /// Stream clients dropped as slow consumers since start.
+    pub slow_consumers_dropped: i64,
 }
 
 impl Stats {
@@ -133,11 +147,158 @@ impl Stats {
             memory_trims: self.memory_trims.load(Ordering::Relaxed),
             heap_allocated: heap.allocated,
             heap_resident: heap.resident,
+            stream_queued_bytes: self.stream_queued_bytes.load(Ordering::Relaxed),
+            slow_consumers_dropped: self.slow_consumers_dropped.load(Ordering::Relaxed),
         }
     }
 
     /// Add `n` (may be negative) to a counter.
     pub fn add(counter: &AtomicI64, n: i64) {
         counter.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+/// The byte budget of stream clients' queues: each client's share
+/// ([`STREAM_CLIENT_MAX_BYTES`]) and the total ([`STREAM_TOTAL_MAX_BYTES`]). Whoever queues
+/// an item for a client charges it here, and whoever writes (or discards) it releases it. A
+/// client over its share, or holding the most when the total would pass, is evicted on the
+/// spot: its bytes are written off at once and its connection, woken by [`Charge::evicted`],
+/// throws its queue away without waiting for the reader.
+#[derive(Debug, Default)]
+pub struct StreamBudget {
+    inner: Mutex<BudgetInner>,
+}
+
+#[derive(Debug, Default)]
+struct BudgetInner {
+    total: usize,
+    next_id: u64,
+    clients: HashMap<u64, (usize, Arc<Eviction>)>,
+}
+
+#[derive(Debug, Default)]
+struct Eviction {
+    flag: AtomicBool,
+    notify: tokio::sync::Notify,
+}
+
+/// One stream client's account in the [`StreamBudget`].
+#[derive(Debug)]
+pub struct Charge {
+    stats: Arc<Stats>,
+    id: u64,
+    eviction: Arc<Eviction>,
+}
+
+impl Charge {
+    /// Open an account for a new stream client.
+    pub fn open(stats: &Arc<Stats>) -> Arc<Charge> {
+        let eviction = Arc::new(Eviction::default());
+        let mut inner = stats.stream_budget.lock();
+        inner.next_id += 1;
+        let id = inner.next_id;
+        inner.clients.insert(id, (0, eviction.clone()));
+        drop(inner);
+        Arc::new(Charge {
+            stats: stats.clone(),
+            id,
+            eviction,
+        })
+    }
+
+    /// Charge `n` bytes about to be queued. `false`: this client is (now) evicted and the
+    /// item must not be queued.
+    pub fn add(&self, n: usize) -> bool {
+        let mut inner = self.stats.stream_budget.lock();
+        let Some(entry) = inner.clients.get_mut(&self.id) else {
+            return false;
+        };
+        if entry.0 + n > STREAM_CLIENT_MAX_BYTES {
+            self.stats.evict(&mut inner, self.id);
+            return false;
+        }
+        entry.0 += n;
+        inner.total += n;
+        while inner.total > STREAM_TOTAL_MAX_BYTES {
+            let largest = inner
+                .clients
+                .iter()
+                .max_by_key(|(_, (bytes, _))| *bytes)
+                .map(|(id, _)| *id);
+            match largest {
+                Some(id) => self.stats.evict(&mut inner, id),
+                None => break,
+            }
+        }
+        self.stats.publish_total(&inner);
+        inner.clients.contains_key(&self.id)
+    }
+
+    /// Release `n` bytes written or discarded (nothing once evicted: those were written off).
+    pub fn sub(&self, n: usize) {
+        let mut inner = self.stats.stream_budget.lock();
+        if let Some(entry) = inner.clients.get_mut(&self.id) {
+            let n = n.min(entry.0);
+            entry.0 -= n;
+            inner.total -= n;
+            self.stats.publish_total(&inner);
+        }
+    }
+
+    /// Evict this client now (its queue is full by count), counted as a slow consumer.
+    pub fn evict(&self) {
+        let mut inner = self.stats.stream_budget.lock();
+        self.stats.evict(&mut inner, self.id);
+    }
+
+    /// Whether this client was evicted.
+    pub fn is_evicted(&self) -> bool {
+        self.eviction.flag.load(Ordering::Acquire)
+    }
+
+    /// Resolves once this client is evicted.
+    pub async fn evicted(&self) {
+        while !self.is_evicted() {
+            self.eviction.notify.notified().await;
+        }
+    }
+
+    /// The client is done: release whatever it still holds (not counted as slow).
+    pub fn close(&self) {
+        let mut inner = self.stats.stream_budget.lock();
+        if let Some((bytes, _)) = inner.clients.remove(&self.id) {
+            inner.total -= bytes;
+            self.stats.publish_total(&inner);
+        }
+    }
+}
+
+impl Drop for Charge {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+impl StreamBudget {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BudgetInner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Stats {
+    fn evict(&self, inner: &mut BudgetInner, id: u64) {
+        if let Some((bytes, eviction)) = inner.clients.remove(&id) {
+            inner.total -= bytes;
+            eviction.flag.store(true, Ordering::Release);
+            eviction.notify.notify_one();
+            Stats::add(&self.slow_consumers_dropped, 1);
+            self.publish_total(inner);
+            tracing::info!(queued = bytes, "slow stream client dropped");
+        }
+    }
+
+    fn publish_total(&self, inner: &BudgetInner) {
+        self.stream_queued_bytes
+            .store(inner.total as i64, Ordering::Relaxed);
     }
 }

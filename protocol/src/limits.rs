@@ -94,6 +94,21 @@ pub const RESULT_SCHEMA_MAX_BYTES: usize = 16384;
 pub const METADATA_FILTER_MAX: usize = 32;
 /// How many matching lines a `watch` may have queued before it is ended as too slow.
 pub const WATCH_BUFFER: usize = 1024;
+/// What one stream client (`stream.watch`, `stream.wait --event`, `sessions.watch`,
+/// `sessions.attach`) may have queued in the daemon, in bytes: events or lines waiting to be
+/// written, the one being written, and a `since` replay batch. Over it the client is dropped
+/// at once as a slow consumer (its queue freed without waiting for it to read). 4 MiB is
+/// ~100 of the largest bus events (a 16 KiB payload and a 4 KiB message, ~40 KiB as JSON),
+/// ~20x a Unix socket's send buffer, and ~0.2 s of a PTY's full-speed output.
+pub const STREAM_CLIENT_MAX_BYTES: usize = 4 * 1024 * 1024;
+/// What all stream clients together may have queued. When a new item would pass it, the
+/// client with the most queued is dropped (a stalled one, not the one that happened to be
+/// served next), until it fits: 16 full clients, or thousands of healthy ones (a reader
+/// that keeps up holds a few KiB).
+pub const STREAM_TOTAL_MAX_BYTES: usize = 64 * 1024 * 1024;
+/// A `stream.watch --since` replay is read from the bus's ring in batches of about this
+/// many bytes of JSON, the next one only once the previous is written.
+pub const STREAM_REPLAY_BATCH_BYTES: usize = 256 * 1024;
 /// A group label ≤ 128 chars of `[A-Za-z0-9_.:/@-]`.
 pub const GROUP_MAX_CHARS: usize = 128;
 /// Events the bus retains for `since` replay (oldest evicted first).

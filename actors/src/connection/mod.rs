@@ -13,7 +13,7 @@ pub use crate::context::DaemonContext;
 use route::*;
 use streams::*;
 
-use crate::bus::{subscriber_queue, BusMsg, Delivered};
+use crate::bus::{subscriber_queue, BusMsg};
 use crate::control_dir::constant_time_eq;
 use crate::persistence::PersistMsg;
 use crate::registry::{RegistryMsg, Resolved};

@@ -3,6 +3,11 @@
 //! `sessions.attach`), which write until the end or a slow or gone reader.
 
 use super::*;
+use crate::bus::Queued;
+use crate::stats::Charge;
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
 
 /// `sessions.wait`. `None` when the caller hung up first: its waiter is dropped at once.
 pub(super) async fn wait(
@@ -80,6 +85,183 @@ pub(super) async fn peer_closed(stream: &UnixStream) {
     }
 }
 
+/// How a stream client's output ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ended {
+    /// Its source closed (a session ended a watch or dropped an attacher; the bus is gone).
+    Source,
+    /// It was dropped as a slow consumer: its queue is gone already.
+    Evicted,
+    /// A write failed or timed out.
+    Write,
+    /// The client hung up.
+    Gone,
+    /// The caller's `timeout` passed.
+    Timeout,
+    /// Nothing left to send (`idle` asked for it).
+    Idle,
+}
+
+/// A stream client's queue, byte-accounted in the daemon's stream budget. With `eager`,
+/// items are pulled off the source while a write is blocked and charged here (the session
+/// actors' watch and attach channels are counted in lines and chunks, not bytes); without,
+/// the sender charged them (the bus). Either way an eviction throws the queue away at once,
+/// without waiting for the client to read.
+struct Pump<T> {
+    rx: mpsc::Receiver<T>,
+    queue: VecDeque<(T, usize)>,
+    charge: Arc<Charge>,
+    /// The bytes an item is (or was) charged.
+    size: fn(&T) -> usize,
+    eager: bool,
+    closed: bool,
+}
+
+impl<T> Pump<T> {
+    fn new(rx: mpsc::Receiver<T>, charge: Arc<Charge>, size: fn(&T) -> usize, eager: bool) -> Self {
+        Pump {
+            rx,
+            queue: VecDeque::new(),
+            charge,
+            size,
+            eager,
+            closed: false,
+        }
+    }
+
+    /// Drop everything queued and stop the source (its sender sees a closed channel).
+    fn discard(&mut self) {
+        self.queue.clear();
+        self.rx.close();
+        while self.rx.try_recv().is_ok() {}
+        self.closed = true;
+    }
+
+    /// Queue an item already charged `n` bytes (the sender's charge or `charge.add`).
+    fn push_charged(&mut self, item: T, n: usize) {
+        self.queue.push_back((item, n));
+    }
+
+    /// Queue an item pulled off the source (`None`: the source closed).
+    fn pulled(&mut self, item: Option<T>) {
+        let Some(item) = item else {
+            self.closed = true;
+            return;
+        };
+        let n = (self.size)(&item);
+        if !self.eager || self.charge.add(n) {
+            self.queue.push_back((item, n));
+        } else {
+            self.discard();
+        }
+    }
+
+    /// An item's line was written (or skipped): release its bytes.
+    fn done(&self, n: usize) {
+        self.charge.sub(n);
+    }
+
+    /// Write `bytes`, watching for an eviction (the queue is dropped at once, the write
+    /// goes on within its timeout) and, when eager, pulling new items meanwhile. An
+    /// eviction is reported by the next [`Pump::next`], once this line is whole.
+    async fn write<W: AsyncWrite + Unpin, G: Future<Output = ()>>(
+        &mut self,
+        w: &mut W,
+        bytes: &[u8],
+        gone: &mut Pin<&mut G>,
+    ) -> Result<(), Ended> {
+        let write = write_bounded(w, bytes);
+        tokio::pin!(write);
+        let pull = self.eager;
+        loop {
+            let evicted = self.charge.is_evicted();
+            if evicted && !self.closed {
+                self.discard();
+            }
+            tokio::select! {
+                biased;
+                _ = self.charge.evicted(), if !evicted => {}
+                item = self.rx.recv(), if pull && !self.closed => self.pulled(item),
+                result = &mut write => {
+                    result.map_err(|_| Ended::Write)?;
+                    break;
+                }
+                _ = gone.as_mut() => return Err(Ended::Gone),
+            }
+        }
+        // Written whole: the client has it. An eviction meanwhile shows on the next `next`.
+        if self.charge.is_evicted() {
+            self.discard();
+        }
+        Ok(())
+    }
+
+    /// The next item and its bytes. With `idle`, `Err(Idle)` instead of waiting when
+    /// nothing is queued.
+    async fn next<G: Future<Output = ()>>(
+        &mut self,
+        gone: &mut Pin<&mut G>,
+        deadline: Option<tokio::time::Instant>,
+        idle: bool,
+    ) -> Result<(T, usize), Ended> {
+        loop {
+            if self.charge.is_evicted() {
+                self.discard();
+                return Err(Ended::Evicted);
+            }
+            if let Some(item) = self.queue.pop_front() {
+                return Ok(item);
+            }
+            if self.closed {
+                return Err(Ended::Source);
+            }
+            if idle {
+                match self.rx.try_recv() {
+                    Ok(item) => self.pulled(Some(item)),
+                    Err(mpsc::error::TryRecvError::Empty) => return Err(Ended::Idle),
+                    Err(mpsc::error::TryRecvError::Disconnected) => self.pulled(None),
+                }
+                continue;
+            }
+            tokio::select! {
+                biased;
+                _ = self.charge.evicted() => {}
+                item = self.rx.recv() => self.pulled(item),
+                _ = async { tokio::time::sleep_until(deadline.unwrap()).await }, if deadline.is_some() => {
+                    return Err(Ended::Timeout);
+                }
+                _ = gone.as_mut() => return Err(Ended::Gone),
+            }
+        }
+    }
+}
+
+/// The JSON size of a value, counted without building it.
+fn json_len<T: serde::Serialize + ?Sized>(value: &T) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
+
+/// What a queued `sessions.watch` line is charged: its JSON size plus the envelope.
+fn watch_line_bytes(line: &WatchLine) -> usize {
+    64 + match line {
+        WatchLine::Event(e) => json_len(e),
+        WatchLine::Lifecycle(v) => json_len(v),
+        WatchLine::End => 0,
+    }
+}
+
 /// `sessions.watch`: a snapshot line, an event line per new audit entry, a lifecycle line
 /// per transition, and an end line (`ended`, `timeout`, or `dropped` for a watcher that
 /// fell more than `WATCH_BUFFER` lines behind). A caller that disconnects ends it, and
@@ -89,7 +271,7 @@ pub(super) async fn watch(
     ctx: &DaemonContext,
     stream: &mut UnixStream,
 ) -> Result<(), ErrorBody> {
-    let (tx, mut rx) = mpsc::channel(WATCH_BUFFER);
+    let (tx, rx) = mpsc::channel(WATCH_BUFFER);
     let (actor, (sub, snapshot)) = ask_session_actor(
         ctx,
         &p.session_id,
@@ -102,45 +284,45 @@ pub(super) async fn watch(
     .await?;
     drop(tx);
     let deadline = p.timeout.map(|t| tokio::time::Instant::now() + t);
-    let mut out = line(&json!({"type": "snapshot", "session": snapshot}));
+    let first = line(&json!({"type": "snapshot", "session": snapshot}));
     let (read_half, mut write_half) = stream.split();
     let gone = peer_closed(read_half.as_ref());
     tokio::pin!(gone);
-    loop {
-        if write_bounded(&mut write_half, &out).await.is_err() {
-            break;
+    let charge = Charge::open(&ctx.spawn.stats);
+    let mut pump = Pump::new(rx, charge.clone(), watch_line_bytes, true);
+    let lines = async {
+        pump.write(&mut write_half, &first, &mut gone).await?;
+        loop {
+            let (item, n) = pump.next(&mut gone, deadline, false).await?;
+            let (out, last) = match item {
+                WatchLine::Event(e) => (line(&json!({"type": "event", "event": e})), false),
+                WatchLine::Lifecycle(v) => (
+                    line(&json!({"type": "lifecycle", "lifecycle": v.lifecycle, "session": v})),
+                    false,
+                ),
+                WatchLine::End => (line(&json!({"type": "end", "reason": "ended"})), true),
+            };
+            let written = pump.write(&mut write_half, &out, &mut gone).await;
+            pump.done(n);
+            written?;
+            if last {
+                return Ok::<(), Ended>(());
+            }
         }
-        let next = tokio::select! {
-            item = rx.recv() => item,
-            _ = async { tokio::time::sleep_until(deadline.unwrap()).await }, if deadline.is_some() => {
-                let _ = write_bounded(&mut write_half, &line(&json!({"type": "end", "reason": "timeout"}))).await;
-                break;
-            }
-            _ = &mut gone => break,
-        };
-        out = match next {
-            Some(WatchLine::Event(e)) => line(&json!({"type": "event", "event": e})),
-            Some(WatchLine::Lifecycle(v)) => line(&json!({
-                "type": "lifecycle", "lifecycle": v.lifecycle, "session": v
-            })),
-            Some(WatchLine::End) => {
-                let _ = write_bounded(
-                    &mut write_half,
-                    &line(&json!({"type": "end", "reason": "ended"})),
-                )
-                .await;
-                break;
-            }
-            None => {
-                let _ = write_bounded(
-                    &mut write_half,
-                    &line(&json!({"type": "end", "reason": "dropped"})),
-                )
-                .await;
-                break;
-            }
-        };
+    };
+    let end = lines.await;
+    drop(pump);
+    // A watcher dropped as too slow (its queue is gone already), or by its session (its
+    // line queue filled), is told so; a timeout too. Within the write timeout, then closed.
+    let notice = match end {
+        Err(Ended::Timeout) => Some(json!({"type": "end", "reason": "timeout"})),
+        Err(Ended::Evicted | Ended::Source) => Some(json!({"type": "end", "reason": "dropped"})),
+        _ => None,
+    };
+    if let Some(notice) = notice {
+        let _ = write_bounded(&mut write_half, &line(&notice)).await;
     }
+    charge.close();
     let _ = actor.cast(SessionMsg::Unwatch(sub));
     Ok(())
 }
@@ -150,7 +332,8 @@ async fn subscribe(
     ctx: &DaemonContext,
     filter: maxx_protocol::stream::StreamFilter,
     since: Option<u64>,
-) -> Result<(crate::bus::Hello, mpsc::Receiver<Delivered>), ErrorBody> {
+    charge: Arc<Charge>,
+) -> Result<(crate::bus::Hello, mpsc::Receiver<Queued>), ErrorBody> {
     let (tx, rx) = mpsc::channel(subscriber_queue(ctx.bus_capacity));
     let hello = ask(
         &ctx.bus,
@@ -158,6 +341,7 @@ async fn subscribe(
             filter,
             since,
             tx,
+            charge,
             reply,
         },
         ACTOR_CALL_TIMEOUT,
@@ -203,7 +387,8 @@ pub(super) async fn stream_watch(
     if let Some(id) = &single {
         run_ended(ctx, id).await?;
     }
-    let (hello, mut rx) = subscribe(ctx, p.filter, p.since).await?;
+    let charge = Charge::open(&ctx.spawn.stats);
+    let (hello, rx) = subscribe(ctx, p.filter.clone(), p.since, charge.clone()).await?;
     let mut first = json!({"type": "hello", "schema": STREAM_SCHEMA, "cursor": hello.cursor});
     if hello.reset {
         first["reset"] = json!(true);
@@ -219,46 +404,87 @@ pub(super) async fn stream_watch(
     let (read_half, mut write_half) = stream.split();
     let gone = peer_closed(read_half.as_ref());
     tokio::pin!(gone);
-    let mut out = line(&first);
-    let mut last_cursor = hello.cursor;
-    loop {
-        if write_bounded(&mut write_half, &out).await.is_err() {
-            break;
-        }
-        if ended_already && rx.is_empty() {
-            let _ = write_bounded(&mut write_half, &line(&json!({"type": "end"}))).await;
-            break;
-        }
-        let next = tokio::select! {
-            item = rx.recv() => item,
-            _ = async { tokio::time::sleep_until(deadline.unwrap()).await }, if deadline.is_some() => {
-                let _ = write_bounded(&mut write_half, &line(&json!({"type": "end", "reason": "timeout"}))).await;
-                break;
+    let mut pump = Pump::new(rx, charge.clone(), |q: &Queued| q.1, false);
+    // The last cursor the client has (every event through it passed, written or filtered).
+    let mut position = hello.replay_after.unwrap_or(hello.cursor);
+    let mut replay_after = hello.replay_after;
+    let lines = async {
+        pump.write(&mut write_half, &line(&first), &mut gone)
+            .await?;
+        loop {
+            if pump.charge.is_evicted() {
+                pump.discard();
+                return Err(Ended::Evicted);
             }
-            _ = &mut gone => break,
-        };
-        match next {
-            Some(event) => {
-                last_cursor = last_cursor.max(event.cursor);
-                let mut bytes = line(&json!({"type": "event", "event": &*event}));
-                if single.is_some() && ends_run(&event) {
-                    bytes.extend(line(&json!({"type": "end"})));
-                    let _ = write_bounded(&mut write_half, &bytes).await;
+            // Replay: the next batch from the ring once the previous one is written; live
+            // events wait in the subscription's queue meanwhile.
+            while let Some(after) = replay_after.filter(|_| pump.queue.is_empty()) {
+                position = position.max(after);
+                if after >= hello.cursor {
+                    replay_after = None;
                     break;
                 }
-                out = bytes;
+                let batch = ask(
+                    &ctx.bus,
+                    |reply| BusMsg::Replay {
+                        filter: p.filter.clone(),
+                        after,
+                        through: hello.cursor,
+                        reply,
+                    },
+                    ACTOR_CALL_TIMEOUT,
+                )
+                .await
+                .map_err(|_| Ended::Source)?;
+                if batch.gap {
+                    // The ring moved past what this reader had reached.
+                    pump.charge.evict();
+                    return Err(Ended::Evicted);
+                }
+                for (event, n) in batch.events {
+                    if !pump.charge.add(n) {
+                        pump.discard();
+                        return Err(Ended::Evicted);
+                    }
+                    pump.push_charged((event, n), n);
+                }
+                replay_after = Some(batch.last);
             }
-            None => {
-                // The bus dropped us: our queue was full.
-                let mut bytes = line(&json!({
-                    "type": "reset", "reason": "slow_consumer", "resume_since": last_cursor
-                }));
+            let idle = ended_already && replay_after.is_none();
+            let ((event, _), n) = pump.next(&mut gone, deadline, idle).await?;
+            let mut bytes = line(&json!({"type": "event", "event": &*event}));
+            let last = single.is_some() && ends_run(&event);
+            if last {
                 bytes.extend(line(&json!({"type": "end"})));
-                let _ = write_bounded(&mut write_half, &bytes).await;
-                break;
+            }
+            let written = pump.write(&mut write_half, &bytes, &mut gone).await;
+            pump.done(n);
+            written?;
+            position = position.max(event.cursor);
+            if last {
+                return Ok::<(), Ended>(());
             }
         }
+    };
+    let end = lines.await;
+    drop(pump);
+    let notice = match end {
+        Err(Ended::Timeout) => line(&json!({"type": "end", "reason": "timeout"})),
+        Err(Ended::Idle) => line(&json!({"type": "end"})),
+        // Dropped as too slow: the queue is gone already; tell it where to resume.
+        Err(Ended::Evicted | Ended::Source) => {
+            let mut bytes = line(&json!({
+                "type": "reset", "reason": "slow_consumer", "resume_since": position
+            }));
+            bytes.extend(line(&json!({"type": "end"})));
+            bytes
+        }
+        _ => Vec::new(),
+    };
+    if !notice.is_empty() {
+        let _ = write_bounded(&mut write_half, &notice).await;
     }
+    charge.close();
     let _ = ctx.bus.cast(BusMsg::Unsubscribe(hello.id));
     Ok(())
 }
@@ -304,7 +530,8 @@ pub(super) async fn stream_wait(
                     return Some(Err(e));
                 }
             }
-            let (hello, mut rx) = match subscribe(ctx, p.filter, None).await {
+            let charge = Charge::open(&ctx.spawn.stats);
+            let (hello, mut rx) = match subscribe(ctx, p.filter, None, charge.clone()).await {
                 Ok(subscribed) => subscribed,
                 Err(e) => return Some(Err(e)),
             };
@@ -322,7 +549,10 @@ pub(super) async fn stream_wait(
                     _ = tokio::time::sleep_until(deadline) => break Some(json!({"outcome": Outcome::Timeout})),
                     _ = &mut gone => break None,
                 };
-                match event {
+                if let Some((_, n)) = &event {
+                    charge.sub(*n);
+                }
+                match event.map(|(e, _)| e) {
                     Some(e) if e.kind == "event" && e.name.as_deref() == Some(name.as_str()) => {
                         break Some(json!({"outcome": Outcome::Matched, "stream_event": &*e}));
                     }
@@ -335,6 +565,7 @@ pub(super) async fn stream_wait(
                     }
                 }
             };
+            charge.close();
             let _ = ctx.bus.cast(BusMsg::Unsubscribe(hello.id));
             result.map(Ok)
         }
@@ -363,7 +594,7 @@ pub(super) async fn attach(
     if let Some(size) = size {
         let _ = ask_session(ctx, &id, |r| resize(&id, size, r), ACTOR_CALL_TIMEOUT).await?;
     }
-    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(256);
+    let (tx, rx) = mpsc::channel::<Vec<u8>>(256);
     let (actor, attached) = ask_session_actor(
         ctx,
         &id,
@@ -379,15 +610,22 @@ pub(super) async fn attach(
     let (mut read_half, mut write_half) = stream.split();
     let mut first = Response::ok(json!({ "session": view })).to_line();
     first.extend(repaint);
+    // Output is pulled off the session's channel while a write is blocked and charged to
+    // the stream budget: a client over its share is detached at once, its queue dropped.
+    let charge = Charge::open(&ctx.spawn.stats);
+    let mut pump = Pump::new(rx, charge.clone(), |c: &Vec<u8>| c.len() + 64, true);
     let outbound = async {
-        if write_bounded(&mut write_half, &first).await.is_err() {
-            return;
+        let never = std::future::pending::<()>();
+        tokio::pin!(never);
+        pump.write(&mut write_half, &first, &mut never).await?;
+        loop {
+            let (chunk, n) = pump.next(&mut never, None, false).await?;
+            let written = pump.write(&mut write_half, &chunk, &mut never).await;
+            pump.done(n);
+            written?;
         }
-        while let Some(chunk) = rx.recv().await {
-            if write_bounded(&mut write_half, &chunk).await.is_err() {
-                return;
-            }
-        }
+        #[allow(unreachable_code)]
+        Ok::<(), Ended>(())
     };
     let inbound = async {
         let mut header = [0u8; 5];
@@ -425,6 +663,8 @@ pub(super) async fn attach(
         _ = outbound => {}
         _ = inbound => {}
     }
+    drop(pump);
+    charge.close();
     let _ = actor.cast(SessionMsg::Detach(sub));
     Ok(())
 }
