@@ -263,6 +263,16 @@ pub struct DaemonArgs {
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new()
               .range(1..=maxx_protocol::limits::MAX_LONG_LIVED_CONNECTIONS as u64))]
     pub max_long_lived: usize,
+    /// Bytes one session's in-memory audit log keeps (oldest entries evicted; `sessions
+    /// events` reports the dropped range).
+    #[arg(long, default_value_t = maxx_protocol::limits::AUDIT_SESSION_MAX_BYTES, value_name = "BYTES",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub audit_session_bytes: usize,
+    /// Bytes all sessions' in-memory audit logs keep together (past it a recording session
+    /// evicts its own oldest entries).
+    #[arg(long, default_value_t = maxx_protocol::limits::AUDIT_TOTAL_MAX_BYTES, value_name = "BYTES",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub audit_total_bytes: usize,
     /// Internal: this process is the detached daemon.
     #[arg(long, hide = true)]
     pub detached_child: bool,
@@ -569,6 +579,13 @@ pub struct EventsArgs {
     /// Only entries with seq greater than this.
     #[arg(long, default_value_t = 0)]
     pub since: u64,
+    /// One page of at most N entries (1..=1000), printed as the daemon answers it (pass its
+    /// `next_since` as --since for the next). Without it every page is fetched and printed
+    /// as one answer.
+    #[arg(long, value_name = "N",
+          value_parser = clap::builder::RangedU64ValueParser::<u64>::new()
+              .range(1..=maxx_protocol::limits::EVENTS_PAGE_MAX_ENTRIES as u64))]
+    pub limit: Option<u64>,
 }
 
 #[derive(Args, Debug)]

@@ -70,6 +70,8 @@ pub struct Tuning {
     pub retain_records: usize,
     /// Long-lived connections served at once.
     pub max_long_lived: usize,
+    /// The in-memory audit logs' bounds.
+    pub audit: maxx_actors::audit_log::AuditLimits,
 }
 
 /// Run the daemon in this process. With `detached`, log to the control dir and report
@@ -114,6 +116,7 @@ pub fn run_foreground(
         fsync: tuning.fsync,
         retain_records: tuning.retain_records,
         max_long_lived: tuning.max_long_lived,
+        audit: tuning.audit,
     };
     let mut ready_fd = ready_fd;
     let result = runtime.block_on(async {

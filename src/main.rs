@@ -348,6 +348,9 @@ fn dispatch(
     if method == "sessions.watch" || method == "stream.watch" {
         return watch(target, method, params, caller, confirm);
     }
+    if method == "sessions.events" && params.get("limit").is_none() {
+        return events_all(target, params, caller, confirm, timeout);
+    }
     let autostart = method == "sessions.create";
     let response = send(target, method, params, caller, confirm, timeout, autostart);
     report(method, response)
@@ -362,6 +365,10 @@ fn daemon(target: &Target, d: DaemonArgs) -> i32 {
             d.retain_records.to_string(),
             "--max-long-lived".to_string(),
             d.max_long_lived.to_string(),
+            "--audit-session-bytes".to_string(),
+            d.audit_session_bytes.to_string(),
+            "--audit-total-bytes".to_string(),
+            d.audit_total_bytes.to_string(),
         ];
         if d.fsync {
             extra.push("--fsync".into());
@@ -383,8 +390,71 @@ fn daemon(target: &Target, d: DaemonArgs) -> i32 {
             fsync: d.fsync,
             retain_records: d.retain_records,
             max_long_lived: d.max_long_lived,
+            audit: maxx_actors::audit_log::AuditLimits {
+                session_max: d.audit_session_bytes,
+                total_max: d.audit_total_bytes,
+            },
         },
     )
+}
+
+/// Pages `sessions events` follows without `--limit` before it prints what it has (with
+/// `more: true` and the `next_since` to go on from).
+const EVENTS_FOLLOW_MAX_PAGES: usize = 64;
+
+/// `sessions events` without `--limit`: fetch page after page (each `since` the previous
+/// `next_since`) and print them as one answer: the events in order, the last page's
+/// `next_since` and `more`, and `reset`/`dropped_through` if any page reported a gap (the
+/// highest dropped seq). Bounded by [`EVENTS_FOLLOW_MAX_PAGES`] and by a cursor that stops
+/// advancing.
+fn events_all(
+    target: &Target,
+    mut params: Value,
+    caller: &Option<String>,
+    confirm: bool,
+    timeout: Duration,
+) -> i32 {
+    let method = "sessions.events";
+    let mut merged: Option<Response> = None;
+    for _ in 0..EVENTS_FOLLOW_MAX_PAGES {
+        let page = match send(
+            target,
+            method,
+            params.clone(),
+            caller,
+            confirm,
+            timeout,
+            false,
+        ) {
+            Ok(r) if r.ok && r.result.is_some() => r,
+            other => return report(method, other),
+        };
+        let result = page.result.as_ref().expect("checked above");
+        let next = result["next_since"].as_u64();
+        let more = result["more"].as_bool() == Some(true);
+        let advanced = next.is_some() && next != params["since"].as_u64();
+        match merged.as_mut().and_then(|m| m.result.as_mut()) {
+            None => merged = Some(page.clone()),
+            Some(all) => {
+                if let (Some(list), Some(new)) =
+                    (all["events"].as_array_mut(), result["events"].as_array())
+                {
+                    list.extend(new.iter().cloned());
+                }
+                all["next_since"] = result["next_since"].clone();
+                all["more"] = result["more"].clone();
+                if result["reset"] == json!(true) {
+                    all["reset"] = json!(true);
+                    all["dropped_through"] = result["dropped_through"].clone();
+                }
+            }
+        }
+        if !more || !advanced {
+            break;
+        }
+        params["since"] = json!(next);
+    }
+    report(method, Ok(merged.expect("at least one page")))
 }
 
 fn send(
@@ -663,6 +733,9 @@ fn sessions_request(verb: SessionsVerb) -> Result<(&'static str, Value, Duration
         SessionsVerb::Events(a) => {
             p.insert("session_id".into(), json!(a.session_id));
             p.insert("since".into(), json!(a.since));
+            if let Some(limit) = a.limit {
+                p.insert("limit".into(), json!(limit));
+            }
             "sessions.events"
         }
         SessionsVerb::DeclareState(a) => {
