@@ -73,6 +73,8 @@ pub struct Tuning {
     pub retain_records: usize,
     /// Long-lived connections served at once.
     pub max_long_lived: usize,
+    /// The in-memory audit logs' bounds.
+    pub audit: maxx_actors::audit_log::AuditLimits,
 }
 
 /// `maxx daemon [--detach]`: the flags to a foreground daemon, or to a detached one's
@@ -86,6 +88,10 @@ pub fn command(target: &Target, d: DaemonArgs) -> i32 {
             d.retain_records.to_string(),
             "--max-long-lived".to_string(),
             d.max_long_lived.to_string(),
+            "--audit-session-bytes".to_string(),
+            d.audit_session_bytes.to_string(),
+            "--audit-total-bytes".to_string(),
+            d.audit_total_bytes.to_string(),
         ];
         if d.fsync {
             extra.push("--fsync".into());
@@ -107,6 +113,10 @@ pub fn command(target: &Target, d: DaemonArgs) -> i32 {
             fsync: d.fsync,
             retain_records: d.retain_records,
             max_long_lived: d.max_long_lived,
+            audit: maxx_actors::audit_log::AuditLimits {
+                session_max: d.audit_session_bytes,
+                total_max: d.audit_total_bytes,
+            },
         },
     )
 }
@@ -153,6 +163,7 @@ pub fn run_foreground(
         fsync: tuning.fsync,
         retain_records: tuning.retain_records,
         max_long_lived: tuning.max_long_lived,
+        audit: tuning.audit,
     };
     let mut ready_fd = ready_fd;
     let result = runtime.block_on(async {

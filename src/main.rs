@@ -98,6 +98,9 @@ fn dispatch(target: &Target, caller: &Option<String>, confirm: bool, built: Buil
     if req.is_stream() {
         return watch(target, req, caller, confirm);
     }
+    if req.method == "sessions.events" && req.params.get("limit").is_none() {
+        return events_all(target, req, caller, confirm);
+    }
     let method = req.method;
     let response = send(target, req, caller, confirm);
     report::response(method, response)
@@ -160,6 +163,59 @@ fn watch(target: &Target, req: Request, caller: &Option<String>, confirm: bool) 
         Ok(()) => code,
         Err(e) => report::client_error(req.method, e),
     }
+}
+
+/// Pages `sessions events` follows without `--limit` before it prints what it has (with
+/// `more: true` and the `next_since` to go on from).
+const EVENTS_FOLLOW_MAX_PAGES: usize = 64;
+
+/// `sessions events` without `--limit`: fetch page after page (each `since` the previous
+/// `next_since`) and print them as one answer: the events in order, the last page's
+/// `next_since` and `more`, and `reset`/`dropped_through` if any page reported a gap (the
+/// highest dropped seq). Bounded by [`EVENTS_FOLLOW_MAX_PAGES`] and by a cursor that stops
+/// advancing.
+fn events_all(target: &Target, mut req: Request, caller: &Option<String>, confirm: bool) -> i32 {
+    use serde_json::json;
+    let method = req.method;
+    let mut merged: Option<Response> = None;
+    for _ in 0..EVENTS_FOLLOW_MAX_PAGES {
+        let page = match client::request(
+            target,
+            method,
+            req.params.clone(),
+            caller.as_deref(),
+            confirm,
+            req.timeout,
+        ) {
+            Ok(r) if r.ok && r.result.is_some() => r,
+            other => return report::response(method, other),
+        };
+        let result = page.result.as_ref().expect("checked above");
+        let next = result["next_since"].as_u64();
+        let more = result["more"].as_bool() == Some(true);
+        let advanced = next.is_some() && next != req.params["since"].as_u64();
+        match merged.as_mut().and_then(|m| m.result.as_mut()) {
+            None => merged = Some(page.clone()),
+            Some(all) => {
+                if let (Some(list), Some(new)) =
+                    (all["events"].as_array_mut(), result["events"].as_array())
+                {
+                    list.extend(new.iter().cloned());
+                }
+                all["next_since"] = result["next_since"].clone();
+                all["more"] = result["more"].clone();
+                if result["reset"] == json!(true) {
+                    all["reset"] = json!(true);
+                    all["dropped_through"] = result["dropped_through"].clone();
+                }
+            }
+        }
+        if !more || !advanced {
+            break;
+        }
+        req.params["since"] = json!(next);
+    }
+    report::response(method, Ok(merged.expect("at least one page")))
 }
 
 #[cfg(test)]

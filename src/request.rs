@@ -257,6 +257,9 @@ pub fn sessions_watch(a: WatchArgs) -> Request {
 pub fn sessions_events(a: EventsArgs) -> Request {
     let mut p = with_session(a.session_id);
     p.insert("since".into(), json!(a.since));
+    if let Some(limit) = a.limit {
+        p.insert("limit".into(), json!(limit));
+    }
     Request::new("sessions.events", p)
 }
 

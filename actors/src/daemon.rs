@@ -28,6 +28,8 @@ pub struct DaemonConfig {
     pub retain_records: usize,
     /// Long-lived connections (watches, attaches, waits, runs) served at once.
     pub max_long_lived: usize,
+    /// The in-memory audit logs' bounds (per session and in all).
+    pub audit: crate::audit_log::AuditLimits,
 }
 
 /// Why the daemon could not start or stopped abnormally.
@@ -163,7 +165,10 @@ pub async fn run(
     let spawn = Arc::new(SpawnContext {
         control_dir: dir.path().to_path_buf(),
         bin_dir: config.bin_dir.clone(),
-        stats: Arc::new(crate::stats::Stats::default()),
+        stats: Arc::new(crate::stats::Stats {
+            audit_limits: config.audit,
+            ..Default::default()
+        }),
     });
     let (root, root_handle) = Actor::spawn(
         Some("root".into()),

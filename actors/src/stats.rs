@@ -83,6 +83,12 @@ pub struct Stats {
     pub slow_consumers_dropped: AtomicI64,
     /// The byte budget of stream clients' queues.
     pub stream_budget: StreamBudget,
+    /// Bytes all sessions' in-memory audit logs hold (see `audit_log.rs`).
+    pub audit_bytes: AtomicI64,
+    /// Audit entries evicted from memory since start (per-session or total bound).
+    pub audit_evicted: AtomicI64,
+    /// The audit logs' bounds.
+    pub audit_limits: crate::audit_log::AuditLimits,
 }
 
 /// A point-in-time copy, as `daemon.stats` reports it.
@@ -116,6 +122,14 @@ pub struct StatsSnapshot {
     pub registry_unreadable: Option<RegistryUnreadable>,
     /// Times freed memory was handed back to the system (a jemalloc purge) after a burst.
     pub memory_trims: i64,
+    /// Bytes all sessions' in-memory audit logs hold.
+    pub audit_bytes: i64,
+    /// Audit entries evicted from memory since start.
+    pub audit_evicted: i64,
+    /// The per-session audit bound in force.
+    pub audit_session_max_bytes: usize,
+    /// The total audit bound in force.
+    pub audit_total_max_bytes: usize,
     /// Bytes in live heap allocations, as the allocator counts them (0 if unavailable).
     pub heap_allocated: u64,
     /// Bytes of memory the allocator holds resident (0 if unavailable).
@@ -145,6 +159,10 @@ impl Stats {
             journal_write_errors: self.journal_write_errors.load(Ordering::Relaxed),
             registry_unreadable: self.registry_unreadable.get().cloned(),
             memory_trims: self.memory_trims.load(Ordering::Relaxed),
+            audit_bytes: self.audit_bytes.load(Ordering::Relaxed),
+            audit_evicted: self.audit_evicted.load(Ordering::Relaxed),
+            audit_session_max_bytes: self.audit_limits.session_max,
+            audit_total_max_bytes: self.audit_limits.total_max,
             heap_allocated: heap.allocated,
             heap_resident: heap.resident,
             stream_queued_bytes: self.stream_queued_bytes.load(Ordering::Relaxed),

@@ -156,6 +156,20 @@ pub const RECORD_MAX_BYTES: usize = JSON_ESCAPED_CHAR_MAX_BYTES
     + RESULT_SCHEMA_MAX_BYTES
     + 4 * RESTART_EXIT_CODES_MAX
     + RECORD_FIXED_MAX_BYTES;
+/// Bytes a session's in-memory audit log may hold (each entry charged its JSON plus
+/// [`AUDIT_ENTRY_OVERHEAD`]); the oldest entries are evicted beyond it and a `sessions.events`
+/// reader whose `since` predates what is kept is told the dropped range
+/// (`maxx daemon --audit-session-bytes`).
+pub const AUDIT_SESSION_MAX_BYTES: usize = 4 * 1024 * 1024;
+/// Bytes all sessions' in-memory audit logs may hold together; past it a session that
+/// records evicts its own oldest entries (never its newest) (`maxx daemon --audit-total-bytes`).
+pub const AUDIT_TOTAL_MAX_BYTES: usize = 256 * 1024 * 1024;
+/// What one audit entry is charged beyond its JSON: its slot, the shared allocation's header.
+pub const AUDIT_ENTRY_OVERHEAD: usize = 64;
+/// Entries one `sessions.events` answer holds at most: the default and the largest `limit`.
+pub const EVENTS_PAGE_MAX_ENTRIES: usize = 1000;
+/// Bytes of entries one `sessions.events` answer holds at most (always at least one entry).
+pub const EVENTS_PAGE_MAX_BYTES: usize = 4 * 1024 * 1024;
 /// Raw output each session keeps for materialising its screen on the first read.
 pub const RAW_RING_BYTES: usize = 1024 * 1024;
 /// Default scrollback of a session's screen model, in lines.

@@ -80,6 +80,16 @@ pub struct DaemonArgs {
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new()
               .range(1..=maxx_protocol::limits::MAX_LONG_LIVED_CONNECTIONS as u64))]
     pub max_long_lived: usize,
+    /// Bytes one session's in-memory audit log keeps (oldest entries evicted; `sessions
+    /// events` reports the dropped range).
+    #[arg(long, default_value_t = maxx_protocol::limits::AUDIT_SESSION_MAX_BYTES, value_name = "BYTES",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub audit_session_bytes: usize,
+    /// Bytes all sessions' in-memory audit logs keep together (past it a recording session
+    /// evicts its own oldest entries).
+    #[arg(long, default_value_t = maxx_protocol::limits::AUDIT_TOTAL_MAX_BYTES, value_name = "BYTES",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub audit_total_bytes: usize,
     /// Internal: this process is the detached daemon.
     #[arg(long, hide = true)]
     pub detached_child: bool,

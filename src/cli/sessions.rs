@@ -237,6 +237,13 @@ pub struct EventsArgs {
     /// Only entries with seq greater than this.
     #[arg(long, default_value_t = 0)]
     pub since: u64,
+    /// One page of at most N entries (1..=1000), printed as the daemon answers it (pass its
+    /// `next_since` as --since for the next). Without it every page is fetched and printed
+    /// as one answer.
+    #[arg(long, value_name = "N",
+          value_parser = clap::builder::RangedU64ValueParser::<u64>::new()
+              .range(1..=maxx_protocol::limits::EVENTS_PAGE_MAX_ENTRIES as u64))]
+    pub limit: Option<u64>,
 }
 
 #[derive(Args, Debug, Default)]

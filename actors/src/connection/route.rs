@@ -158,7 +158,21 @@ fn reply_json(reply: SessionReply, session_id: &str) -> Value {
         SessionReply::Read(ReadAnswer::Dump(text)) => json!({ "text": text }),
         SessionReply::Read(ReadAnswer::Inspect(doc)) => json!(doc),
         SessionReply::Resized(result) => json!(result),
-        SessionReply::Events(events) => json!({ "session_id": session_id, "events": events }),
+        SessionReply::Events(page) => {
+            let mut answer = json!({
+                "session_id": session_id,
+                "events": page.events,
+                "next_since": page.next_since,
+                "more": page.more,
+            });
+            // A `since` from before what is kept: the gap is reported as the bus reports a
+            // `since` that predates its ring, never left silent.
+            if let Some(through) = page.dropped_through {
+                answer["reset"] = json!(true);
+                answer["dropped_through"] = json!(through);
+            }
+            answer
+        }
     }
 }
 

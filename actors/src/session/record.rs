@@ -98,7 +98,7 @@ impl SessionState {
             surface_id: self.view.surface_id.clone(),
             pid: self.pty.as_ref().and_then(Pty::foreground_pgrp),
         };
-        if let Some(encoded) = self.audit.push(&entry) {
+        if let Some(encoded) = self.audit.push(&entry, &self.spawn.stats) {
             self.journaled = true;
             let _ = self.persist.cast(PersistMsg::Audit {
                 session_id: entry.session_id.clone(),

@@ -7,7 +7,7 @@
 
 use super::terminal::paste_bytes;
 use super::{ReadAnswer, SessionMsg, SessionState};
-use maxx_protocol::audit::AuditEntry;
+use crate::audit_log::EventsPage;
 use maxx_protocol::error::ErrorBody;
 use maxx_protocol::request::{ActionKind, ActionParams, Call, RecordsCall, ScreenCall, WaitCall};
 use maxx_protocol::screen::ResizeResult;
@@ -25,8 +25,8 @@ pub enum SessionReply {
     Read(ReadAnswer),
     /// `sessions.resize`.
     Resized(ResizeResult),
-    /// `sessions.events`.
-    Events(Vec<AuditEntry>),
+    /// `sessions.events`: one page of the log.
+    Events(EventsPage),
 }
 
 /// Where a request's answer goes.
@@ -104,7 +104,12 @@ impl SessionState {
                 self.ack(reply, result.map(View));
             }
             Call::Wait(WaitCall::Events(p)) => {
-                let _ = reply.send(Ok(SessionReply::Events(self.audit.since(p.since))));
+                let page = self.audit.page(
+                    p.since,
+                    p.limit,
+                    maxx_protocol::limits::EVENTS_PAGE_MAX_BYTES,
+                );
+                let _ = reply.send(Ok(SessionReply::Events(page)));
             }
             Call::Screen(ScreenCall::Read(params)) => {
                 // A bug in the terminal emulator's readback must not take the session (and

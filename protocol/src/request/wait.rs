@@ -257,14 +257,34 @@ pub struct EventsParams {
     pub session_id: String,
     /// Return entries with `seq` greater than this (default 0: everything).
     pub since: u64,
+    /// Entries per answer, 1..=[`EVENTS_PAGE_MAX_ENTRIES`] (default: the maximum); an
+    /// answer also stops at [`EVENTS_PAGE_MAX_BYTES`].
+    ///
+    /// [`EVENTS_PAGE_MAX_ENTRIES`]: crate::limits::EVENTS_PAGE_MAX_ENTRIES
+    /// [`EVENTS_PAGE_MAX_BYTES`]: crate::limits::EVENTS_PAGE_MAX_BYTES
+    pub limit: usize,
 }
 
 impl EventsParams {
     pub(crate) fn decode(params: Value) -> Result<Self, ErrorBody> {
         let raw: wire::Events = decode(params)?;
+        let max = crate::limits::EVENTS_PAGE_MAX_ENTRIES;
+        let limit = match raw.limit {
+            None => max,
+            Some(n) if (1..=max as u64).contains(&n) => n as usize,
+            Some(_) => {
+                return Err(
+                    ErrorBody::invalid(format!("limit must be 1..={max}")).with_remedy(format!(
+                        "page with a smaller limit and pass the answer's next_since as since; \
+                         omit limit for {max}"
+                    )),
+                )
+            }
+        };
         Ok(EventsParams {
             session_id: parse_session_id("session_id", &raw.session_id)?,
             since: raw.since,
+            limit,
         })
     }
 }
@@ -445,5 +465,8 @@ pub(crate) mod wire {
         pub session_id: String,
         #[serde(default)]
         pub since: u64,
+        /// Entries per answer (1..=1000); absent = the maximum.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub limit: Option<u64>,
     }
 }
