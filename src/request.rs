@@ -1,17 +1,20 @@
 //! Every request the CLI sends, built in one place: one function per method, from the parsed
 //! flags to the method name, its params and how long the CLI waits for the answer.
 //!
-//! Params are `serde_json` maps built by hand. When `maxx_protocol`'s params types derive
-//! `Serialize`, each function builds its typed value instead and nothing outside this file
-//! changes. A function that refuses its flags (bad JSON, a bad chord, an invalid regex)
-//! returns the error to print; nothing has been sent then, and the exit code is 2.
+//! Params are the protocol's own wire types (`maxx_protocol::request::wire`, and
+//! `ListParams`/`RegisterParams`): the structs the daemon's decoders read, serialized here. A
+//! function that refuses its flags (bad JSON, a bad chord, an invalid regex) returns the error
+//! to print; nothing has been sent then, and the exit code is 2.
 //!
 //! `sessions.*` functions are named after their verb (`sessions_set_metadata` sends
 //! `sessions.set-metadata`); [`sessions`] picks one per `maxx sessions` verb.
 
 use crate::cli::*;
 use maxx_protocol::error::ErrorBody;
-use serde_json::{json, Map, Value};
+use maxx_protocol::request::wire;
+use maxx_protocol::request::{ListParams, MetadataFilter, RegisterParams};
+use serde::Serialize;
+use serde_json::{Map, Value};
 use std::time::Duration;
 
 /// How long the CLI waits for an answer to a request that does not wait on purpose.
@@ -36,10 +39,12 @@ pub struct Request {
 pub type Built = Result<Request, ErrorBody>;
 
 impl Request {
-    fn new(method: &'static str, params: Map<String, Value>) -> Request {
+    /// `params` is a wire type (or an empty map for the methods that take `{}`).
+    fn new(method: &'static str, params: impl Serialize) -> Request {
         Request {
             method,
-            params: Value::Object(params),
+            // Wire types are structs of strings, numbers, lists and string-keyed maps.
+            params: serde_json::to_value(params).expect("wire params serialize"),
             timeout: CLIENT_TIMEOUT,
         }
     }
@@ -69,50 +74,28 @@ fn parse_json(flag: &str, text: &str) -> Result<Value, ErrorBody> {
     serde_json::from_str(text).map_err(|e| usage(format!("{flag} is not valid JSON: {e}")))
 }
 
-fn insert_opt(p: &mut Map<String, Value>, key: &str, value: Option<String>) {
-    if let Some(v) = value {
-        p.insert(key.into(), Value::String(v));
-    }
+/// `--metadata k=v` pairs as the wire's metadata object (values are strings); none is absent.
+fn metadata(pairs: Vec<(String, String)>) -> Option<Map<String, Value>> {
+    (!pairs.is_empty()).then(|| pairs.into_iter().map(|(k, v)| (k, v.into())).collect())
 }
 
-fn metadata_map(pairs: Vec<(String, String)>) -> Map<String, Value> {
-    pairs
-        .into_iter()
-        .map(|(k, v)| (k, Value::String(v)))
-        .collect()
-}
-
-/// The wire name of a clap value enum (its `--flag` spelling is the wire's).
-fn value_name<T: clap::ValueEnum>(v: T) -> String {
-    v.to_possible_value()
-        .map(|p| p.get_name().to_string())
-        .unwrap_or_default()
+/// A duration as the wire's seconds.
+fn seconds(d: Duration) -> Value {
+    d.as_secs_f64().into()
 }
 
 /// A session id alone.
-fn with_session(session_id: String) -> Map<String, Value> {
-    let mut p = Map::new();
-    p.insert("session_id".into(), json!(session_id));
-    p
+fn session(session_id: String) -> wire::Session {
+    wire::Session { session_id }
 }
 
-/// The params every declaration verb starts with.
-fn declaration(session_id: String, source: Option<String>) -> Map<String, Value> {
-    let mut p = with_session(session_id);
-    insert_opt(&mut p, "source", source);
-    p
-}
-
-fn restart_params(p: &mut Map<String, Value>, r: RestartArgsGroup) {
-    insert_opt(p, "restart", r.restart);
-    if let Some(codes) = r.restart_exit_codes {
-        p.insert("restart_exit_codes".into(), json!(codes));
+/// The params every declaration verb starts with; each verb sets its own fields.
+fn declaration(session_id: String, source: Option<String>) -> wire::Declare {
+    wire::Declare {
+        session_id,
+        source,
+        ..Default::default()
     }
-    if let Some(n) = r.max_restarts {
-        p.insert("max_restarts".into(), json!(n));
-    }
-    insert_opt(p, "restart_window", r.restart_window);
-    insert_opt(p, "backoff", r.backoff);
 }
 
 /// The request for a `maxx sessions` verb.
@@ -156,141 +139,140 @@ pub fn sessions(verb: SessionsVerb) -> Built {
 }
 
 pub fn sessions_create(a: CreateArgs) -> Built {
-    let mut p = Map::new();
     let cwd = match a.cwd {
         Some(c) => Some(c),
         None => std::env::current_dir().ok(),
     };
-    if let Some(cwd) = cwd {
-        let abs = if cwd.is_absolute() {
-            cwd
-        } else {
+    let cwd = match cwd {
+        Some(cwd) if cwd.is_absolute() => Some(cwd),
+        Some(cwd) => Some(
             std::env::current_dir()
                 .map_err(|e| usage(format!("cannot resolve --cwd: {e}")))?
-                .join(cwd)
-        };
-        p.insert("cwd".into(), json!(abs.to_string_lossy()));
-    }
-    if let Some(v) = a.title {
-        p.insert("title".into(), json!(v));
-    }
-    if let Some(v) = a.command {
-        p.insert("command".into(), json!(v));
-    }
-    if !a.env.is_empty() {
-        p.insert("env".into(), json!(a.env));
-    }
-    if !a.metadata.is_empty() {
-        p.insert("metadata".into(), Value::Object(metadata_map(a.metadata)));
-    }
-    if let Some(v) = a.status {
-        p.insert("status".into(), json!(v));
-    }
-    if let Some(v) = a.location {
-        p.insert("location".into(), json!(value_name(v)));
-    }
-    if let Some(v) = a.split_target {
-        p.insert("split_target".into(), json!(v));
-    }
-    if let Some(v) = a.split_direction {
-        p.insert("split_direction".into(), json!(value_name(v)));
-    }
-    if a.focus {
-        p.insert("focus".into(), json!(true));
-    }
-    if a.no_focus {
-        p.insert("focus".into(), json!(false));
-    }
-    if let Some(v) = a.cols {
-        p.insert("cols".into(), json!(v));
-    }
-    if let Some(v) = a.rows {
-        p.insert("rows".into(), json!(v));
-    }
-    insert_opt(&mut p, "agent_type", a.agent_type);
-    insert_opt(&mut p, "group", a.group);
-    insert_opt(&mut p, "parent", a.parent);
-    insert_opt(&mut p, "profile", a.profile);
-    if let Some(n) = a.scrollback_lines {
-        p.insert("scrollback_lines".into(), json!(n));
-    }
-    restart_params(&mut p, a.restart);
-    if let Some(schema) = a.result_schema {
-        p.insert(
-            "result_schema".into(),
-            parse_json("--result-schema", &schema)?,
-        );
-    }
+                .join(cwd),
+        ),
+        None => None,
+    };
+    let result_schema = match a.result_schema {
+        Some(schema) => Some(parse_json("--result-schema", &schema)?),
+        None => None,
+    };
+    let r = a.restart;
+    let p = wire::Create {
+        title: a.title,
+        cwd: cwd.map(|c| c.to_string_lossy().into_owned()),
+        command: a.command,
+        env: a.env,
+        metadata: metadata(a.metadata),
+        status: a.status,
+        location: a.location,
+        split_target: a.split_target,
+        split_direction: a.split_direction,
+        focus: if a.focus {
+            Some(true)
+        } else if a.no_focus {
+            Some(false)
+        } else {
+            None
+        },
+        cols: a.cols,
+        rows: a.rows,
+        agent_type: a.agent_type,
+        result_schema,
+        group: a.group,
+        parent: a.parent,
+        profile: a.profile,
+        scrollback_lines: a.scrollback_lines,
+        restart: r.restart,
+        restart_exit_codes: r.restart_exit_codes,
+        max_restarts: r.max_restarts,
+        restart_window: r.restart_window.map(Value::String),
+        backoff: r.backoff,
+    };
     Ok(Request::new("sessions.create", p))
 }
 
 pub fn sessions_get(a: IdArg) -> Request {
-    Request::new("sessions.get", with_session(a.session_id))
+    Request::new("sessions.get", session(a.session_id))
 }
 
 pub fn sessions_list(a: ListArgs) -> Request {
-    let mut p = Map::new();
-    if !a.filters.is_empty() {
-        let filters: Vec<Value> = a
-            .filters
-            .iter()
-            .map(|f| match f.split_once('=') {
-                Some((k, v)) => json!({"key": k, "value": v}),
-                None => json!({"key": f}),
-            })
-            .collect();
-        p.insert("metadata_filter".into(), Value::Array(filters));
-    }
-    insert_opt(&mut p, "group", a.group);
-    insert_opt(&mut p, "parent", a.parent);
+    let metadata_filter = a
+        .filters
+        .into_iter()
+        .map(|f| match f.split_once('=') {
+            Some((k, v)) => MetadataFilter {
+                key: k.to_string(),
+                value: Some(v.into()),
+            },
+            None => MetadataFilter {
+                key: f,
+                value: None,
+            },
+        })
+        .collect();
+    let p = ListParams {
+        metadata_filter,
+        group: a.group,
+        parent: a.parent,
+    };
     Request::new("sessions.list", p)
 }
 
 pub fn sessions_watch(a: WatchArgs) -> Request {
-    let mut p = with_session(a.session_id);
-    if let Some(t) = a.timeout {
-        p.insert("timeout".into(), json!(t.as_secs_f64()));
-    }
+    let p = wire::Watch {
+        session_id: a.session_id,
+        timeout: a.timeout.map(seconds),
+    };
     Request::new("sessions.watch", p)
 }
 
 pub fn sessions_events(a: EventsArgs) -> Request {
-    let mut p = with_session(a.session_id);
-    p.insert("since".into(), json!(a.since));
-    if let Some(limit) = a.limit {
-        p.insert("limit".into(), json!(limit));
-    }
+    let p = wire::Events {
+        session_id: a.session_id,
+        since: a.since,
+        limit: a.limit,
+    };
     Request::new("sessions.events", p)
 }
 
 pub fn sessions_declare_state(a: DeclareStateArgs) -> Request {
-    let mut p = declaration(a.session_id, a.source);
-    p.insert("state".into(), json!(a.state));
-    insert_opt(&mut p, "message", a.message);
+    let p = wire::Declare {
+        state: Some(a.state),
+        message: a.message,
+        ..declaration(a.session_id, a.source)
+    };
     Request::new("sessions.declare-state", p)
 }
 
 pub fn sessions_emit_event(a: EmitEventArgs) -> Built {
-    let mut p = declaration(a.session_id, a.source);
-    p.insert("event".into(), json!(a.event));
-    if let Some(payload) = a.payload_json {
-        p.insert("payload".into(), parse_json("--payload-json", &payload)?);
-    }
-    insert_opt(&mut p, "message", a.message);
+    let payload = match a.payload_json {
+        Some(payload) => Some(parse_json("--payload-json", &payload)?),
+        None => None,
+    };
+    let p = wire::Declare {
+        event: Some(a.event),
+        payload,
+        message: a.message,
+        ..declaration(a.session_id, a.source)
+    };
     Ok(Request::new("sessions.emit-event", p))
 }
 
 pub fn sessions_set_metadata(a: SetMetadataArgs) -> Request {
-    let mut p = declaration(a.session_id, a.source);
-    p.insert("key".into(), json!(a.key));
-    insert_opt(&mut p, "value", a.value);
-    insert_opt(&mut p, "value_json", a.value_json);
+    let p = wire::Declare {
+        key: Some(a.key),
+        value: a.value.map(Value::String),
+        value_json: a.value_json,
+        ..declaration(a.session_id, a.source)
+    };
     Request::new("sessions.set-metadata", p)
 }
 
 pub fn sessions_remove_metadata(a: RemoveMetadataArgs) -> Request {
-    let mut p = declaration(a.session_id, a.source);
-    p.insert("keys".into(), json!(a.keys));
+    let p = wire::Declare {
+        keys: Some(a.keys),
+        ..declaration(a.session_id, a.source)
+    };
     Request::new("sessions.remove-metadata", p)
 }
 
@@ -302,21 +284,27 @@ pub fn sessions_clear_metadata(a: SourcedIdArgs) -> Request {
 }
 
 pub fn sessions_set_state(a: SetStateArgs) -> Request {
-    let mut p = declaration(a.session_id, a.source);
-    p.insert("state".into(), json!(a.state));
-    insert_opt(&mut p, "message", a.message);
+    let p = wire::Declare {
+        state: Some(a.state),
+        message: a.message,
+        ..declaration(a.session_id, a.source)
+    };
     Request::new("sessions.set-state", p)
 }
 
 pub fn sessions_set_summary(a: SetSummaryArgs) -> Request {
-    let mut p = declaration(a.session_id, a.source);
-    p.insert("summary".into(), json!(a.summary));
+    let p = wire::Declare {
+        summary: Some(a.summary),
+        ..declaration(a.session_id, a.source)
+    };
     Request::new("sessions.set-summary", p)
 }
 
 pub fn sessions_set_result(a: SetResultArgs) -> Request {
-    let mut p = declaration(a.session_id, a.source);
-    p.insert("result".into(), json!(a.result));
+    let p = wire::Declare {
+        result: Some(a.result),
+        ..declaration(a.session_id, a.source)
+    };
     Request::new("sessions.set-result", p)
 }
 
@@ -325,11 +313,10 @@ pub fn sessions_clear_result(a: SourcedIdArgs) -> Request {
 }
 
 pub fn sessions_set_result_schema(a: SetResultSchemaArgs) -> Built {
-    let mut p = declaration(a.session_id, a.source);
-    p.insert(
-        "result_schema".into(),
-        parse_json("--result-schema", &a.result_schema)?,
-    );
+    let p = wire::Declare {
+        result_schema: Some(parse_json("--result-schema", &a.result_schema)?),
+        ..declaration(a.session_id, a.source)
+    };
     Ok(Request::new("sessions.set-result-schema", p))
 }
 
@@ -341,47 +328,46 @@ pub fn sessions_clear_result_schema(a: SourcedIdArgs) -> Request {
 }
 
 pub fn sessions_set_agent_type(a: SetAgentTypeArgs) -> Request {
-    let mut p = declaration(a.session_id, a.source);
-    p.insert("agent_type".into(), json!(a.agent_type));
+    let p = wire::Declare {
+        agent_type: Some(a.agent_type),
+        ..declaration(a.session_id, a.source)
+    };
     Request::new("sessions.set-agent-type", p)
 }
 
 pub fn sessions_snapshot(a: SnapshotArgs) -> Request {
-    let mut p = with_session(a.session_id);
-    if let Some(n) = a.scrollback {
-        p.insert("scrollback".into(), json!(n));
-    }
-    if a.cells {
-        p.insert("cells".into(), json!(true));
-    }
-    if a.unwrap {
-        p.insert("unwrap".into(), json!(true));
-    }
-    if let Some(t) = a.tail {
-        p.insert("tail".into(), json!(t));
-    }
+    let p = wire::Read {
+        session_id: a.session_id,
+        scrollback: a.scrollback.map(Value::from),
+        cells: a.cells,
+        unwrap: a.unwrap,
+        tail: a.tail,
+    };
     Request::new("sessions.snapshot", p)
 }
 
 pub fn sessions_dump(a: DumpArgs) -> Request {
-    let mut p = with_session(a.session_id);
-    if a.scrollback {
-        p.insert("scrollback".into(), json!(true));
-    }
+    let p = wire::Read {
+        session_id: a.session_id,
+        scrollback: a.scrollback.then_some(Value::Bool(true)),
+        ..Default::default()
+    };
     Request::new("sessions.dump", p)
 }
 
 pub fn sessions_inspect(a: IdArg) -> Request {
-    Request::new("sessions.inspect", with_session(a.session_id))
+    Request::new("sessions.inspect", session(a.session_id))
 }
 
 pub fn sessions_run(a: RunArgs) -> Request {
-    let mut p = with_session(a.session_id);
-    p.insert("command".into(), json!(a.command));
     let t = a
         .timeout
         .unwrap_or(maxx_protocol::limits::RUN_DEFAULT_TIMEOUT);
-    p.insert("timeout".into(), json!(t.as_secs_f64()));
+    let p = wire::Run {
+        session_id: a.session_id,
+        command: a.command,
+        timeout: Some(seconds(t)),
+    };
     // `--timeout 0` is no limit: wait for the answer as long as the run takes.
     let wait = if t.is_zero() {
         Duration::MAX
@@ -394,11 +380,11 @@ pub fn sessions_run(a: RunArgs) -> Request {
 pub fn sessions_send_keys(a: SendKeysArgs) -> Built {
     // Refuse an unknown key or a bad chord before anything is sent, with its own remedy.
     maxx_protocol::keys::parse_keys(&a.keys, a.literal)?;
-    let mut p = with_session(a.session_id);
-    p.insert("keys".into(), json!(a.keys));
-    if a.literal {
-        p.insert("literal".into(), json!(true));
-    }
+    let p = wire::SendKeys {
+        session_id: a.session_id,
+        keys: a.keys,
+        literal: a.literal,
+    };
     Ok(Request::new("sessions.send-keys", p))
 }
 
@@ -411,178 +397,199 @@ pub fn sessions_paste(a: PasteArgs) -> Built {
     } else {
         a.text
     };
-    let mut p = with_session(a.session_id);
-    p.insert("text".into(), json!(text));
+    let p = wire::Paste {
+        session_id: a.session_id,
+        text,
+    };
     Ok(Request::new("sessions.paste", p))
 }
 
 pub fn sessions_resize(a: ResizeArgs) -> Request {
-    let mut p = with_session(a.session_id);
-    p.insert("cols".into(), json!(a.cols));
-    p.insert("rows".into(), json!(a.rows));
+    let p = wire::Resize {
+        session_id: a.session_id,
+        cols: a.cols,
+        rows: a.rows,
+    };
     Request::new("sessions.resize", p)
 }
 
 pub fn sessions_set_restart_policy(a: SetRestartPolicyArgs) -> Built {
-    if a.restart.restart.is_none() {
+    let r = a.restart;
+    if r.restart.is_none() {
         return Err(usage(
             "set-restart-policy needs --restart (never removes the policy)",
         ));
     }
-    let mut p = with_session(a.session_id);
-    restart_params(&mut p, a.restart);
+    let p = wire::SetRestartPolicy {
+        session_id: a.session_id,
+        policy: wire::RestartFields {
+            restart: r.restart,
+            restart_exit_codes: r.restart_exit_codes,
+            max_restarts: r.max_restarts,
+            restart_window: r.restart_window.map(Value::String),
+            backoff: r.backoff,
+        },
+    };
     Ok(Request::new("sessions.set-restart-policy", p))
 }
 
 pub fn sessions_archive(a: ArchiveArgs) -> Request {
-    let mut p = with_session(a.session_id);
-    insert_opt(&mut p, "reason", a.reason);
+    let p = wire::Archive {
+        session_id: a.session_id,
+        reason: a.reason,
+    };
     Request::new("sessions.archive", p)
 }
 
 pub fn sessions_restart(a: RestartArgs) -> Request {
-    let mut p = with_session(a.session_id);
-    insert_opt(&mut p, "command", a.command);
-    if a.last_command {
-        p.insert("last_command".into(), json!(true));
-    }
+    let p = wire::Restart {
+        session_id: a.session_id,
+        command: a.command,
+        last_command: a.last_command,
+    };
     Request::new("sessions.restart", p)
 }
 
 pub fn sessions_set_group(a: SetGroupArgs) -> Request {
-    let mut p = with_session(a.session_id);
-    insert_opt(&mut p, "group", a.group);
+    let p = wire::SetGroup {
+        session_id: a.session_id,
+        group: a.group,
+    };
     Request::new("sessions.set-group", p)
 }
 
 pub fn sessions_set_parent(a: SetParentArgs) -> Request {
-    let mut p = with_session(a.session_id);
-    p.insert("parent".into(), json!(a.parent));
+    // `--parent ""` detaches: the empty string is sent, not omitted.
+    let p = wire::SetParent {
+        session_id: a.session_id,
+        parent: Some(a.parent),
+    };
     Request::new("sessions.set-parent", p)
 }
 
 pub fn sessions_update(a: UpdateArgs) -> Request {
-    let mut p = with_session(a.session_id);
-    if let Some(v) = a.status {
-        p.insert("status".into(), json!(v));
-    }
-    if !a.metadata.is_empty() {
-        p.insert("metadata".into(), Value::Object(metadata_map(a.metadata)));
-    }
+    let p = wire::Update {
+        session_id: a.session_id,
+        status: a.status,
+        metadata: metadata(a.metadata),
+    };
     Request::new("sessions.update", p)
 }
 
 pub fn sessions_action(a: ActionArgs) -> Request {
-    let mut p = with_session(a.session_id);
-    p.insert("action".into(), json!(value_name(a.action)));
-    if let Some(v) = a.input {
-        p.insert("input".into(), json!(v));
-    }
-    if let Some(v) = a.signal {
-        p.insert("signal".into(), json!(v));
-    }
+    let p = wire::Action {
+        session_id: a.session_id,
+        action: a.action,
+        input: a.input,
+        signal: a.signal,
+    };
     Request::new("sessions.action", p)
 }
 
 pub fn sessions_cancel(a: IdArg) -> Request {
-    Request::new("sessions.cancel", with_session(a.session_id))
+    Request::new("sessions.cancel", session(a.session_id))
 }
 
 pub fn sessions_wait(a: WaitArgs) -> Built {
-    let mut p = with_session(a.session_id);
-    if let Some(l) = a.lifecycle {
-        p.insert("lifecycle".into(), json!(value_name(l)));
+    // Usage errors before any wait: --output-only with nothing to filter, an invalid regex.
+    if a.output_only && a.until.is_none() && a.regex.is_none() {
+        return Err(usage("--output-only needs --until or --regex"));
     }
-    insert_opt(&mut p, "state", a.state);
-    insert_opt(&mut p, "event", a.event);
-    if a.output_only {
-        // A usage error before any wait, like an invalid regex.
-        if a.until.is_none() && a.regex.is_none() {
-            return Err(usage("--output-only needs --until or --regex"));
-        }
-        p.insert("output_only".into(), json!(true));
-    }
-    insert_opt(&mut p, "until", a.until);
-    if let Some(re) = a.regex {
-        // An invalid regex is a usage error before any wait.
-        maxx_protocol::request::compile_regex(&re).map_err(|e| usage(e.message))?;
-        p.insert("regex".into(), json!(re));
-    }
-    if let Some(since) = a.since {
-        p.insert("since".into(), json!(since));
+    if let Some(re) = &a.regex {
+        maxx_protocol::request::compile_regex(re).map_err(|e| usage(e.message))?;
     }
     let t = a
         .timeout
         .unwrap_or(maxx_protocol::limits::WAIT_DEFAULT_TIMEOUT);
-    p.insert("timeout".into(), json!(t.as_secs_f64()));
+    let p = wire::Wait {
+        session_id: a.session_id,
+        lifecycle: a.lifecycle,
+        state: a.state,
+        event: a.event,
+        since: a.since,
+        timeout: Some(seconds(t)),
+        until: a.until,
+        regex: a.regex,
+        output_only: a.output_only,
+    };
     Ok(Request::new("sessions.wait", p).waiting(t + WAIT_SLACK))
 }
 
 /// The proof comes from the environment maxx gave the session's programs.
 pub fn sessions_register_current() -> Built {
-    let surface = std::env::var("MAXX_SURFACE_ID").map_err(|_| {
+    let surface_id = std::env::var("MAXX_SURFACE_ID").map_err(|_| {
         usage("MAXX_SURFACE_ID is not set: run this from inside a session maxx spawned")
     })?;
-    let token = std::env::var("MAXX_REGISTRATION_TOKEN").map_err(|_| {
+    let registration_token = std::env::var("MAXX_REGISTRATION_TOKEN").map_err(|_| {
         usage("MAXX_REGISTRATION_TOKEN is not set: run this from inside a session maxx spawned")
     })?;
-    let mut p = Map::new();
-    p.insert("surface_id".into(), json!(surface));
-    p.insert("registration_token".into(), json!(token));
+    let p = RegisterParams {
+        surface_id,
+        registration_token,
+    };
     Ok(Request::new("sessions.register-current", p))
 }
 
 /// `maxx attach`: no session means the focused one; `size` is this terminal's (cols, rows).
 pub fn sessions_attach(session_id: Option<String>, size: Option<(u16, u16)>) -> Request {
-    let mut p = Map::new();
-    if let Some(id) = session_id {
-        p.insert("session_id".into(), json!(id));
-    }
-    if let Some((cols, rows)) = size {
-        p.insert("cols".into(), json!(cols));
-        p.insert("rows".into(), json!(rows));
-    }
+    let p = wire::Attach {
+        session_id,
+        cols: size.map(|(cols, _)| cols),
+        rows: size.map(|(_, rows)| rows),
+    };
     Request::new("sessions.attach", p)
 }
 
-fn stream_filter(p: &mut Map<String, Value>, f: StreamFilterArgs) {
-    insert_opt(p, "group", f.group);
-    insert_opt(p, "session_id", f.session);
-    insert_opt(p, "surface_id", f.tab);
+/// `stream.watch`/`stream.wait` params with only the filter flags set.
+fn stream_filter(f: StreamFilterArgs) -> wire::Stream {
+    wire::Stream {
+        group: f.group,
+        session_id: f.session,
+        surface_id: f.tab,
+        ..Default::default()
+    }
 }
 
 pub fn stream_watch(a: StreamWatchArgs) -> Request {
-    let mut p = Map::new();
-    stream_filter(&mut p, a.filter);
-    if let Some(s) = a.since {
-        p.insert("since".into(), json!(s));
-    }
-    if let Some(t) = a.timeout {
-        p.insert("timeout".into(), json!(t.as_secs_f64()));
-    }
+    let p = wire::Stream {
+        since: a.since,
+        timeout: a.timeout.map(seconds),
+        ..stream_filter(a.filter)
+    };
     Request::new("stream.watch", p)
 }
 
 pub fn stream_wait(a: StreamWaitArgs) -> Request {
-    let mut p = Map::new();
-    stream_filter(&mut p, a.filter);
-    insert_opt(&mut p, "event", a.event);
-    insert_opt(&mut p, "all", a.all);
     let t = a
         .timeout
         .unwrap_or(maxx_protocol::limits::WAIT_DEFAULT_TIMEOUT);
-    p.insert("timeout".into(), json!(t.as_secs_f64()));
+    let p = wire::Stream {
+        event: a.event,
+        all: a.all,
+        timeout: Some(seconds(t)),
+        ..stream_filter(a.filter)
+    };
     Request::new("stream.wait", p).waiting(t + WAIT_SLACK)
 }
 
+/// `event.emit` is `sessions.emit-event` with the event's name under `type`.
 pub fn event_emit(a: EmitArgs) -> Built {
-    let mut p = with_session(a.session);
-    p.insert("type".into(), json!(a.event_type));
-    if let Some(text) = a.payload {
-        p.insert("payload".into(), parse_json("--json", &text)?);
+    let payload = match a.payload {
+        Some(text) => Some(parse_json("--json", &text)?),
+        None => None,
+    };
+    let p = wire::Declare {
+        event: Some(a.event_type),
+        payload,
+        ..declaration(a.session, a.source)
+    };
+    let mut req = Request::new("event.emit", p);
+    if let Value::Object(params) = &mut req.params {
+        if let Some(name) = params.remove("event") {
+            params.insert("type".into(), name);
+        }
     }
-    insert_opt(&mut p, "source", a.source);
-    Ok(Request::new("event.emit", p))
+    Ok(req)
 }
 
 pub fn profiles_list() -> Request {
@@ -590,9 +597,10 @@ pub fn profiles_list() -> Request {
 }
 
 pub fn policy_check(a: CheckArgs) -> Request {
-    let mut p = Map::new();
-    p.insert("capability".into(), json!(a.capability));
-    insert_opt(&mut p, "target", a.target);
+    let p = wire::PolicyCheck {
+        capability: a.capability,
+        target: a.target,
+    };
     Request::new("policy.check", p)
 }
 
@@ -602,4 +610,135 @@ pub fn policy_sources() -> Request {
 
 pub fn daemon_status() -> Request {
     Request::new("daemon.status", Map::new())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use maxx_protocol::request::Call;
+
+    const ID: &str = "00000001-0000-4000-8000-000000000000";
+
+    /// The request `maxx ARGS` sends (for the noun-verbs that send one).
+    fn build(args: &str) -> Request {
+        let words = shell_words(&args.replace("ID", ID));
+        let cli = Cli::try_parse_from(std::iter::once("maxx".to_string()).chain(words))
+            .unwrap_or_else(|e| panic!("{args}: {e}"));
+        let built = match cli.command {
+            Command::Sessions(s) => sessions(s.verb.expect("a verb")),
+            Command::Stream(s) => match s.verb {
+                StreamVerb::Watch(a) => Ok(stream_watch(a)),
+                StreamVerb::Wait(a) => Ok(stream_wait(a)),
+            },
+            Command::Event(e) => match e.verb {
+                EventVerb::Emit(a) => event_emit(a),
+            },
+            Command::Policy(p) => match p.verb {
+                PolicyVerb::Check(a) => Ok(policy_check(a)),
+                PolicyVerb::Sources => Ok(policy_sources()),
+                PolicyVerb::Validate(_) => unreachable!("sends nothing"),
+            },
+            Command::Profiles(_) => Ok(profiles_list()),
+            other => unreachable!("{other:?} is not built here"),
+        };
+        built.unwrap_or_else(|e| panic!("{args}: {e:?}"))
+    }
+
+    /// Words split on spaces, with '...' quoting (enough for the commands below).
+    fn shell_words(text: &str) -> Vec<String> {
+        let mut words = Vec::new();
+        for (i, part) in text.split('\'').enumerate() {
+            if i % 2 == 1 {
+                words.push(part.to_string());
+            } else {
+                words.extend(part.split_whitespace().map(str::to_string));
+            }
+        }
+        words
+    }
+
+    /// Every request the CLI builds is one the daemon's decoder accepts, as the same method.
+    #[test]
+    fn every_built_request_decodes() {
+        let commands = [
+            "sessions create",
+            "sessions create --title t --cwd /tmp --command 'echo hi' --env A=1 --metadata k=v \
+             --status s --location split --split-target ID --split-direction up --focus \
+             --cols 100 --rows 30 --agent-type at --result-schema '{\"type\":\"string\"}' \
+             --group g --parent ID --scrollback-lines 5 --restart on-failure \
+             --restart-exit-codes 0,2 --max-restarts 3 --restart-window 5m --backoff 1s..2s",
+            "sessions create --no-focus --location window",
+            "sessions get ID",
+            "sessions list --filter a --filter b=c --group g --parent ID",
+            "sessions update ID --status s --metadata a=b",
+            "sessions action ID --action submit --input 'echo hi'",
+            "sessions action ID --action interrupt --signal SIGTERM",
+            "sessions cancel ID",
+            "sessions wait ID --lifecycle exited --timeout 10m",
+            "sessions wait ID --event e --since 12",
+            "sessions wait ID --regex 'a.*b' --output-only",
+            "sessions watch ID --timeout 5s",
+            "sessions events ID --since 5",
+            "sessions declare-state ID --state s --message m --source src",
+            "sessions emit-event ID --event e --payload-json '{\"a\":1}' --message m",
+            "sessions set-metadata ID --key k --value v",
+            "sessions set-metadata ID --key k --value-json '[1]'",
+            "sessions remove-metadata ID --key a --key b",
+            "sessions clear-metadata ID --source s",
+            "sessions set-state ID --state running --message m",
+            "sessions set-summary ID --summary sum",
+            "sessions set-result ID --result r",
+            "sessions clear-result ID",
+            "sessions set-result-schema ID --result-schema '{\"type\":\"object\"}'",
+            "sessions clear-result-schema ID",
+            "sessions set-agent-type ID --agent-type claude",
+            "sessions set-group ID --group g",
+            "sessions set-group ID",
+            "sessions set-parent ID --parent ''",
+            "sessions archive ID --reason done",
+            "sessions snapshot ID --scrollback 50 --unwrap --tail 3",
+            "sessions snapshot ID --cells",
+            "sessions dump ID --scrollback",
+            "sessions inspect ID",
+            "sessions run ID --timeout 2m 'x'",
+            "sessions send-keys ID 'ls -la' Enter",
+            "sessions send-keys --literal ID 'S-Up'",
+            "sessions paste ID 'text'",
+            "sessions resize ID --cols 100 --rows 40",
+            "sessions set-restart-policy ID --restart on-failure --restart-exit-codes 1 \
+             --max-restarts 2 --restart-window 1m --backoff 1s..3s",
+            "sessions restart ID --last-command",
+            "sessions restart ID --command make",
+            "stream watch --group g --session ID --since 4 --timeout 10m",
+            "stream wait --group g --all exited --timeout 1h",
+            "stream wait --session ID --event e",
+            "event emit --session ID --type declared.status --json '{\"step\":3}' --source s",
+            "profiles list",
+            "policy check --capability tabs:close --target ID",
+            "policy sources",
+        ];
+        for args in commands {
+            let req = build(args);
+            let call = Call::decode(req.method, Some(req.params.clone()))
+                .unwrap_or_else(|e| panic!("{args}: {} refused {}: {e:?}", req.method, req.params));
+            // `event.emit` is decoded as the `sessions.emit-event` it is.
+            let expect = match req.method {
+                "event.emit" => "sessions.emit-event",
+                m => m,
+            };
+            assert_eq!(call.method(), expect, "{args}");
+        }
+        // Not from flags: attach's terminal size, register-current's environment.
+        let attach = sessions_attach(Some(ID.into()), Some((80, 24)));
+        Call::decode(attach.method, Some(attach.params)).expect("attach decodes");
+        let register = Request::new(
+            "sessions.register-current",
+            RegisterParams {
+                surface_id: ID.into(),
+                registration_token: "secret".into(),
+            },
+        );
+        Call::decode(register.method, Some(register.params)).expect("register decodes");
+    }
 }

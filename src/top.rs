@@ -7,13 +7,12 @@
 //! a archive · r restart · q quit. Interrupt, archive and restart ask for a `y` first,
 //! naming the target and the consequence.
 
-use crate::cli::{
-    ActionArg, ActionArgs, ArchiveArgs, IdArg, ListArgs, RestartArgs, StreamWatchArgs,
-};
+use crate::cli::{ActionArgs, ArchiveArgs, IdArg, ListArgs, RestartArgs, StreamWatchArgs};
 use crate::client::{self, Target};
 use crate::exit;
 use crate::request::{self, Request};
 use maxx_protocol::error::{ErrorBody, ErrorCode};
+use maxx_protocol::request::ActionKind;
 use ratatui::crossterm::event::{self, Event as TermEvent, KeyCode, KeyEvent, KeyModifiers};
 use ratatui::crossterm::execute;
 use ratatui::crossterm::terminal::{
@@ -516,7 +515,7 @@ fn handle_key(
             let req = match action {
                 Action::Interrupt(session_id) => request::sessions_action(ActionArgs {
                     session_id,
-                    action: ActionArg::Interrupt,
+                    action: ActionKind::Interrupt,
                     input: None,
                     signal: None,
                 }),
@@ -557,7 +556,7 @@ fn handle_key(
                         caller,
                         request::sessions_action(ActionArgs {
                             session_id: id.clone(),
-                            action: ActionArg::Focus,
+                            action: ActionKind::Focus,
                             input: None,
                             signal: None,
                         }),

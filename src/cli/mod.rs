@@ -28,7 +28,8 @@ pub use screen::*;
 pub use sessions::*;
 pub use stream::*;
 
-use clap::{Parser, Subcommand};
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -42,6 +43,18 @@ fn key_value(text: &str) -> Result<(String, String), String> {
 /// Parse a duration flag: `500ms`, `30s`, `5m`, `1h`; a bare number is seconds.
 fn duration(text: &str) -> Result<Duration, String> {
     maxx_protocol::duration::parse_duration(text)
+}
+
+/// A protocol enum as a flag's value: its wire spellings, listed in `--help` as
+/// `[possible values: a, b]` like any value enum, without the variants' doc comments (they
+/// describe the wire, and would turn the list into one paragraph per value).
+fn wire_enum<E: ValueEnum + Clone + Send + Sync + 'static>() -> impl TypedValueParser<Value = E> {
+    let values = E::value_variants()
+        .iter()
+        .filter_map(ValueEnum::to_possible_value)
+        .map(|v| v.help(None::<&'static str>));
+    PossibleValuesParser::new(values)
+        .map(|name| E::from_str(&name, false).expect("one of its own possible values"))
 }
 
 #[derive(Parser, Debug)]

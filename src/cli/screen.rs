@@ -20,7 +20,7 @@ pub struct SnapshotArgs {
     pub unwrap: bool,
     /// At least the viewport, plus history rows to make N.
     #[arg(long, value_name = "N")]
-    pub tail: Option<u64>,
+    pub tail: Option<usize>,
     /// Accepted for scripts; output is always JSON.
     #[arg(long)]
     pub json: bool,

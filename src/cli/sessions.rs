@@ -1,11 +1,13 @@
 //! `maxx sessions`: the verb list, and the flags of the lifecycle, control and wait verbs.
 
 use super::{
-    duration, key_value, DeclareStateArgs, DumpArgs, EmitEventArgs, PasteArgs, RemoveMetadataArgs,
-    ResizeArgs, RunArgs, SendKeysArgs, SetAgentTypeArgs, SetMetadataArgs, SetResultArgs,
-    SetResultSchemaArgs, SetStateArgs, SetSummaryArgs, SnapshotArgs, SourcedIdArgs,
+    duration, key_value, wire_enum, DeclareStateArgs, DumpArgs, EmitEventArgs, PasteArgs,
+    RemoveMetadataArgs, ResizeArgs, RunArgs, SendKeysArgs, SetAgentTypeArgs, SetMetadataArgs,
+    SetResultArgs, SetResultSchemaArgs, SetStateArgs, SetSummaryArgs, SnapshotArgs, SourcedIdArgs,
 };
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, Subcommand};
+use maxx_protocol::request::ActionKind;
+use maxx_protocol::session::{Lifecycle, Location, RestartMode, SplitDirection};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -13,40 +15,6 @@ use std::time::Duration;
 pub struct SessionsCmd {
     #[command(subcommand)]
     pub verb: Option<SessionsVerb>,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum LocationArg {
-    Tab,
-    Window,
-    Split,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum DirectionArg {
-    Right,
-    Down,
-    Left,
-    Up,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum ActionArg {
-    Focus,
-    Input,
-    Submit,
-    Cancel,
-    Close,
-    Interrupt,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum LifecycleArg {
-    Running,
-    Exited,
-    Closed,
-    Archived,
-    Backoff,
 }
 
 #[allow(clippy::large_enum_variant)]
@@ -287,14 +255,14 @@ pub struct CreateArgs {
     #[arg(long)]
     pub status: Option<String>,
     /// Where to place it.
-    #[arg(long, value_enum)]
-    pub location: Option<LocationArg>,
+    #[arg(long, value_parser = wire_enum::<Location>())]
+    pub location: Option<Location>,
     /// With --location split: the session whose surface is split.
     #[arg(long, value_name = "SESSION_ID")]
     pub split_target: Option<String>,
     /// With --location split: which edge (default right).
-    #[arg(long, value_enum)]
-    pub split_direction: Option<DirectionArg>,
+    #[arg(long, value_parser = wire_enum::<SplitDirection>())]
+    pub split_direction: Option<SplitDirection>,
     /// Take focus (default for tab/window; splits keep focus on the target without it).
     #[arg(long, conflicts_with = "no_focus")]
     pub focus: bool,
@@ -333,8 +301,8 @@ pub struct CreateArgs {
 #[derive(Args, Debug, Default)]
 pub struct RestartArgsGroup {
     /// Restart automatically on the child's exit: never (default), on-failure, always.
-    #[arg(long, value_name = "WHEN")]
-    pub restart: Option<String>,
+    #[arg(long, value_name = "WHEN", value_parser = wire_enum::<RestartMode>(), hide_possible_values = true)]
+    pub restart: Option<RestartMode>,
     /// Exit codes that count as success for on-failure (default 0), e.g. 0,2.
     #[arg(long, value_delimiter = ',', value_name = "CODES")]
     pub restart_exit_codes: Option<Vec<i32>>,
@@ -366,8 +334,8 @@ pub struct ActionArgs {
     /// Session id.
     pub session_id: String,
     /// What to do.
-    #[arg(long, value_enum)]
-    pub action: ActionArg,
+    #[arg(long, value_parser = wire_enum::<ActionKind>())]
+    pub action: ActionKind,
     /// Text for input/submit (pasted; submit then presses Enter).
     #[arg(long)]
     pub input: Option<String>,
@@ -392,8 +360,8 @@ pub struct WaitArgs {
     #[arg(long, requires = "event")]
     pub since: Option<u64>,
     /// Lifecycle to wait for.
-    #[arg(long, value_enum)]
-    pub lifecycle: Option<LifecycleArg>,
+    #[arg(long, value_parser = wire_enum::<Lifecycle>())]
+    pub lifecycle: Option<Lifecycle>,
     /// Wait until this text is on a screen line (needs output:read).
     #[arg(long)]
     pub until: Option<String>,

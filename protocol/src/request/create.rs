@@ -333,7 +333,7 @@ impl CreateParams {
 }
 
 /// `sessions.register-current` params: the proof the spawned process holds.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RegisterParams {
     /// `MAXX_SURFACE_ID` of the calling process.
