@@ -4,8 +4,8 @@
 use crate::bus::BusMsg;
 use crate::persistence::PersistMsg;
 use crate::registry::RegistryMsg;
-use crate::session::SpawnContext;
-use ractor::{ActorCell, ActorRef};
+use crate::session::{SpawnContext, StartSession};
+use ractor::{ActorRef, DerivedActorRef};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -25,8 +25,8 @@ pub struct DaemonContext {
     pub profiles_path: Option<PathBuf>,
     /// The capability policy every request passes before any side effect.
     pub policy: ActorRef<crate::policy::PolicyMsg>,
-    /// Parent of new session actors.
-    pub session_supervisor: ActorCell,
+    /// Starts new session actors (the session supervisor, seen only as what it serves).
+    pub sessions: DerivedActorRef<StartSession>,
     /// Facts for building a child's environment.
     pub spawn: Arc<SpawnContext>,
     /// Default working directory for sessions created without `cwd`.

@@ -13,15 +13,14 @@
 use crate::bus::BusMsg;
 use crate::persistence::PersistMsg;
 use crate::retention::{self, last_activity};
-use crate::session::{Dormant, SessionMsg, SessionStart};
-use crate::session_supervisor::SessionSupervisorMsg;
+use crate::session::{Dormant, SessionMsg, SessionStart, StartSession};
 use crate::stats::Stats;
 use maxx_protocol::error::ErrorBody;
 use maxx_protocol::request::ListParams;
 use maxx_protocol::session::{Lifecycle, Outcome, SessionView, WorkflowState};
 use maxx_protocol::stream::{AllCondition, StreamEvent};
 use maxx_protocol::time::now_rfc3339;
-use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use ractor::{Actor, ActorProcessingErr, ActorRef, DerivedActorRef, RpcReplyPort};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -134,12 +133,13 @@ pub struct RegistryArgs {
 /// How long waking a dormant session's actor may take (a detached start: no child).
 const WAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// What the registry needs once the tree is built: the session supervisor (it starts a
-/// dormant session's actor, which must exist before the registry can be its argument,
+/// What the registry needs once the tree is built: who starts a dormant session's actor
+/// (the session supervisor, which must exist before the registry can be its argument,
 /// hence a message rather than an argument), and the actors retention tells.
 pub struct Waker {
-    /// Starts the woken session actors.
-    pub supervisor: ActorRef<SessionSupervisorMsg>,
+    /// Starts the woken session actors (the session supervisor, seen only as what it
+    /// serves: the registry does not import it).
+    pub starter: DerivedActorRef<StartSession>,
     /// The event bus.
     pub bus: ActorRef<BusMsg>,
     /// The durable registry.
@@ -361,28 +361,12 @@ impl RegistryState {
         if let Some(at) = entry.dormant_at.take() {
             self.dormant.remove(&(at, id.to_string()));
         }
-        let started = waker
-            .supervisor
-            .call(
-                |reply| SessionSupervisorMsg::Start {
-                    session_id: id.to_string(),
-                    start: SessionStart::Woken(dormant),
-                    reply,
-                },
-                Some(WAKE_TIMEOUT),
-            )
-            .await;
-        match started {
-            Ok(ractor::rpc::CallResult::Success(Ok(actor))) => entry.actor = Some(actor),
-            Ok(ractor::rpc::CallResult::Success(Err(e))) => {
-                // The state went with the failed start; the record stays readable.
-                tracing::error!(session_id = id, error = %e, "could not wake a session actor");
-            }
-            _ => {
-                tracing::error!(
-                    session_id = id,
-                    "could not wake a session actor: the session supervisor did not answer"
-                );
+        let start = SessionStart::Woken(dormant);
+        match StartSession::ask(&waker.starter, id.to_string(), start, WAKE_TIMEOUT).await {
+            Ok(actor) => entry.actor = Some(actor),
+            // The state went with the failed start; the record stays readable.
+            Err(e) => {
+                tracing::error!(session_id = id, error = %e, "could not wake a session actor")
             }
         }
     }

@@ -9,9 +9,9 @@ use crate::control_dir::ControlDir;
 use crate::listener::{Listener, ListenerArgs};
 use crate::persistence::{PersistArgs, PersistMsg, PersistenceActor};
 use crate::registry::{RegistryActor, RegistryMsg};
-use crate::session::{SessionStart, SpawnContext};
+use crate::session::{SessionStart, SpawnContext, StartSession};
 use crate::session_supervisor::SessionSupervisor;
-use crate::session_supervisor::{SessionSupervisorMsg, SupervisorArgs};
+use crate::session_supervisor::SupervisorArgs;
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -113,7 +113,7 @@ impl Actor for RootSupervisor {
         )
         .await?;
         registry.cast(RegistryMsg::Wire(Box::new(crate::registry::Waker {
-            supervisor: sessions.clone(),
+            starter: sessions.get_derived(),
             bus: bus.clone(),
             persist: persist.clone(),
         })))?;
@@ -130,29 +130,13 @@ impl Actor for RootSupervisor {
             _ => Vec::new(),
         };
         let restored_count = restored.len();
+        let starter = sessions.get_derived();
         for record in restored {
             let session_id = record.session.session_id.clone();
-            let started = sessions
-                .call(
-                    |reply| SessionSupervisorMsg::Start {
-                        session_id: session_id.clone(),
-                        start: SessionStart::Restored(Box::new(record)),
-                        reply,
-                    },
-                    Some(std::time::Duration::from_secs(60)),
-                )
-                .await;
-            match started {
-                Ok(ractor::rpc::CallResult::Success(Ok(_))) => {}
-                Ok(ractor::rpc::CallResult::Success(Err(e))) => {
-                    tracing::error!(session_id, error = %e, "could not restore a session record");
-                }
-                _ => {
-                    tracing::error!(
-                        session_id,
-                        "could not restore a session record: the session supervisor did not answer"
-                    );
-                }
+            let start = SessionStart::Restored(Box::new(record));
+            let timeout = std::time::Duration::from_secs(60);
+            if let Err(e) = StartSession::ask(&starter, session_id.clone(), start, timeout).await {
+                tracing::error!(session_id, error = %e, "could not restore a session record");
             }
         }
         if restored_count > 0 {
@@ -169,7 +153,7 @@ impl Actor for RootSupervisor {
             persist,
             profiles_path: args.profiles_path,
             policy,
-            session_supervisor: sessions.get_cell(),
+            sessions: sessions.get_derived(),
             spawn: args.spawn,
             default_cwd: args.default_cwd,
             long_lived: Arc::new(tokio::sync::Semaphore::new(args.max_long_lived)),

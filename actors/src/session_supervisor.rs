@@ -1,8 +1,9 @@
 //! `SessionSupervisor`: the parent of every `SessionActor`, the only place one is spawned,
 //! and its failure policy.
 //!
-//! Session actors start through [`SessionSupervisorMsg::Start`] (from `create`, a wake of a
-//! dormant record, and the records restored at start), each linked to the supervisor, which
+//! Session actors start through [`StartSession`] (from `create`, a wake of a dormant
+//! record, and the records restored at start; senders hold a `DerivedActorRef<StartSession>`
+//! and so never import this module), each linked to the supervisor, which
 //! keeps a map from actor id to session id: a supervision event names its session by that
 //! map, never by parsing an actor name (session actors are unnamed).
 //!
@@ -25,7 +26,9 @@
 use crate::bus::BusMsg;
 use crate::persistence::PersistMsg;
 use crate::registry::RegistryMsg;
-use crate::session::{SessionActor, SessionArgs, SessionMsg, SessionStart, SpawnContext};
+use crate::session::{
+    SessionActor, SessionArgs, SessionMsg, SessionStart, SpawnContext, StartSession,
+};
 use maxx_protocol::session::Lifecycle;
 use maxx_protocol::stream::StreamEvent;
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
@@ -39,15 +42,8 @@ pub struct SessionSupervisor;
 /// Messages.
 pub enum SessionSupervisorMsg {
     /// Spawn a session actor linked to the supervisor; answers with it once its
-    /// `pre_start` is done (for a new session: its child runs and it has registered).
-    Start {
-        /// The session's id.
-        session_id: String,
-        /// New, restored or woken.
-        start: SessionStart,
-        /// The actor, or why it could not start.
-        reply: RpcReplyPort<Result<ActorRef<SessionMsg>, String>>,
-    },
+    /// `pre_start` is done.
+    Start(StartSession),
     /// The daemon is stopping: stop every session actor, wait for each to be gone (its
     /// state dropped, so its `Pty` starts ending its process group), and refuse any later
     /// `Start`.
@@ -62,6 +58,23 @@ pub enum SessionSupervisorMsg {
         /// Answer.
         reply: RpcReplyPort<StopAllReport>,
     },
+}
+
+impl From<StartSession> for SessionSupervisorMsg {
+    fn from(start: StartSession) -> Self {
+        SessionSupervisorMsg::Start(start)
+    }
+}
+
+/// Lets a `DerivedActorRef<StartSession>` hand back a request the mailbox refused.
+impl TryFrom<SessionSupervisorMsg> for StartSession {
+    type Error = ();
+    fn try_from(msg: SessionSupervisorMsg) -> Result<Self, ()> {
+        match msg {
+            SessionSupervisorMsg::Start(start) => Ok(start),
+            _ => Err(()),
+        }
+    }
 }
 
 /// How long `StopAll` waits for the session actors to stop.
@@ -153,11 +166,11 @@ impl Actor for SessionSupervisor {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            SessionSupervisorMsg::Start {
+            SessionSupervisorMsg::Start(StartSession {
                 session_id,
                 start,
                 reply,
-            } => {
+            }) => {
                 let started = state.start(&myself, session_id, start).await;
                 let _ = reply.send(started);
             }
@@ -320,10 +333,12 @@ mod tests {
             };
             let session_id = crate::session::new_id();
             sup.call(
-                |reply| SessionSupervisorMsg::Start {
-                    session_id,
-                    start,
-                    reply,
+                |reply| {
+                    SessionSupervisorMsg::Start(StartSession {
+                        session_id,
+                        start,
+                        reply,
+                    })
                 },
                 Some(Duration::from_secs(10)),
             )

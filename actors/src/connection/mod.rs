@@ -18,9 +18,8 @@ use crate::control_dir::constant_time_eq;
 use crate::persistence::PersistMsg;
 use crate::registry::{RegistryMsg, Resolved};
 use crate::session::{
-    new_id, ReadAnswer, Reply, SessionMsg, SessionReply, SessionStart, WatchLine,
+    new_id, ReadAnswer, Reply, SessionMsg, SessionReply, SessionStart, StartSession, WatchLine,
 };
-use crate::session_supervisor::SessionSupervisorMsg;
 use crate::stats::Stats;
 use maxx_protocol::error::{ErrorBody, ErrorCode};
 use maxx_protocol::limits::{

@@ -394,18 +394,9 @@ async fn create(
         cwd,
         caller: caller.to_string(),
     };
-    let supervisor = ActorRef::<SessionSupervisorMsg>::from(ctx.session_supervisor.clone());
-    let actor = ask(
-        &supervisor,
-        |reply| SessionSupervisorMsg::Start {
-            session_id: session_id.clone(),
-            start,
-            reply,
-        },
-        ACTOR_CALL_TIMEOUT,
-    )
-    .await?
-    .map_err(|e| ErrorBody::internal(format!("could not start the session: {e}")))?;
+    let actor = StartSession::ask(&ctx.sessions, session_id.clone(), start, ACTOR_CALL_TIMEOUT)
+        .await
+        .map_err(|e| ErrorBody::internal(format!("could not start the session: {e}")))?;
     let created = ask(&actor, SessionMsg::View, ACTOR_CALL_TIMEOUT).await?;
     if let Err(e) = &created {
         if e.code == ErrorCode::PersistenceFailed {

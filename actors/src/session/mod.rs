@@ -42,7 +42,7 @@ use maxx_protocol::error::{ErrorBody, ErrorCode};
 use maxx_protocol::request::{CreateParams, WaitCondition};
 use maxx_protocol::screen::{InspectDoc, RunResult, ScreenState};
 use maxx_protocol::session::{Lifecycle, Outcome, SessionView};
-use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use ractor::{Actor, ActorProcessingErr, ActorRef, DerivedActorRef, RpcReplyPort};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -58,6 +58,46 @@ pub struct SpawnContext {
     pub bin_dir: Option<PathBuf>,
     /// Live-object counters.
     pub stats: Arc<Stats>,
+}
+
+/// A request to start a session actor. The session supervisor serves it (it is the only
+/// place a session actor is spawned); it is defined here, beside the actor it starts, so a
+/// sender holds a `DerivedActorRef<StartSession>` and names neither the supervisor nor its
+/// other messages: the registry (waking a dormant record) and the connection (`create`)
+/// depend on the session module only, and no import cycle runs through the supervisor.
+pub struct StartSession {
+    /// The session's id.
+    pub session_id: String,
+    /// New, restored, woken or recovered.
+    pub start: SessionStart,
+    /// The actor once its `pre_start` is done (for a new session: its child runs and it
+    /// has registered), or why it could not start.
+    pub reply: RpcReplyPort<Result<ActorRef<SessionMsg>, String>>,
+}
+
+impl StartSession {
+    /// Ask `starter` to start `session_id`'s actor and wait at most `timeout` for it.
+    pub async fn ask(
+        starter: &DerivedActorRef<StartSession>,
+        session_id: String,
+        start: SessionStart,
+        timeout: Duration,
+    ) -> Result<ActorRef<SessionMsg>, String> {
+        let (tx, rx) = ractor::concurrency::oneshot();
+        let request = StartSession {
+            session_id,
+            start,
+            reply: tx.into(),
+        };
+        if starter.send_message(request).is_err() {
+            return Err("the session supervisor is not running".into());
+        }
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(started)) => started,
+            Ok(Err(_)) => Err("the session supervisor dropped the request".into()),
+            Err(_) => Err("the session supervisor did not answer in time".into()),
+        }
+    }
 }
 
 /// How a session actor starts.
