@@ -24,6 +24,10 @@ pub fn refused(method: &str, error: &ErrorBody) -> i32 {
     if method == "sessions.run" && error.code == ErrorCode::Timeout {
         return RUN_GAVE_UP;
     }
+    // What the caller typed names several sessions.
+    if error.code == ErrorCode::Ambiguous {
+        return USAGE;
+    }
     FAILED
 }
 

@@ -191,7 +191,7 @@ pub fn sessions_create(a: CreateArgs) -> Built {
     Ok(Request::new("sessions.create", p))
 }
 
-pub fn sessions_get(a: IdArg) -> Request {
+pub fn sessions_get(a: SelfIdArg) -> Request {
     Request::new("sessions.get", session(a.session_id))
 }
 
@@ -355,7 +355,7 @@ pub fn sessions_dump(a: DumpArgs) -> Request {
     Request::new("sessions.dump", p)
 }
 
-pub fn sessions_inspect(a: IdArg) -> Request {
+pub fn sessions_inspect(a: SelfIdArg) -> Request {
     Request::new("sessions.inspect", session(a.session_id))
 }
 

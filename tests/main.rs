@@ -15,6 +15,7 @@ mod lifecycle;
 mod policy;
 mod reliability;
 mod screen;
+mod selectors;
 mod spine;
 mod stream;
 mod supervision;

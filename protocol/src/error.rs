@@ -55,6 +55,9 @@ pub enum ErrorCode {
     /// request was refused before it started anything (CLI exit 1). Slots kept for short
     /// requests are never used by long-lived ones.
     Busy,
+    /// `ambiguous`: a selector (an id prefix or `%title`) names more than one session; the
+    /// message lists the candidates (id, title, lifecycle). Nothing was done (CLI exit 2).
+    Ambiguous,
 }
 
 impl ErrorCode {
@@ -79,6 +82,7 @@ impl ErrorCode {
             ErrorCode::UnsafeFile => "unsafe_file",
             ErrorCode::RegistryUnreadable => "registry_unreadable",
             ErrorCode::Busy => "busy",
+            ErrorCode::Ambiguous => "ambiguous",
         }
     }
 }

@@ -282,6 +282,9 @@ struct Request {
     /// The `caller` field as sent (`None` = the default local source).
     claimed: Option<String>,
     confirm: bool,
+    /// The method and params again when a session is named by a prefix or `%title`: the
+    /// call is decoded anew once they are resolved (after the policy has decided).
+    selectors: Option<(String, Value)>,
 }
 
 /// Serve one request. `None` when the answer was already streamed.
@@ -298,10 +301,11 @@ async fn serve(stream: &mut UnixStream, ctx: &DaemonContext) -> Option<Response>
     drop(held);
     let Request {
         id,
-        call,
+        mut call,
         caller,
         claimed,
         confirm,
+        selectors,
     } = match decoded {
         Ok(request) => request,
         Err(response) => return Some(*response),
@@ -314,6 +318,12 @@ async fn serve(stream: &mut UnixStream, ctx: &DaemonContext) -> Option<Response>
     }
     if let Err(e) = authorize_new_command(&call, claimed, confirm, ctx).await {
         return Some(Response::err(e).with_id(id));
+    }
+    if let Some((method, params)) = selectors {
+        match resolve_selectors(&method, params, ctx).await {
+            Ok(resolved) => call = resolved,
+            Err(e) => return Some(Response::err(e).with_id(id)),
+        }
     }
     let _slot = if call.is_long_lived() {
         match long_lived_slot(ctx, call.method()) {
@@ -393,6 +403,11 @@ fn decode_request(line: &[u8], ctx: &DaemonContext) -> Result<Request, Box<Respo
             Response::err(ErrorBody::invalid("method is required")).with_id(id),
         ));
     };
+    let selectors = envelope
+        .params
+        .as_ref()
+        .filter(|p| !maxx_protocol::selector::unresolved(p).is_empty())
+        .map(|p| (method.to_string(), p.clone()));
     let call =
         Call::decode(method, envelope.params).map_err(|e| Response::err(e).with_id(id.clone()))?;
     let claimed = envelope.caller;
@@ -405,7 +420,29 @@ fn decode_request(line: &[u8], ctx: &DaemonContext) -> Result<Request, Box<Respo
         caller,
         claimed,
         confirm: envelope.confirm.unwrap_or(false),
+        selectors,
     })
+}
+
+/// Resolve every session named by a prefix or `%title` in `params` to its id (the registry
+/// answers from its own table: one session, or `not_found` / `ambiguous`), then decode the
+/// call again from the rewritten params. Runs after the policy: a caller it refuses learns
+/// nothing about which sessions exist.
+async fn resolve_selectors(
+    method: &str,
+    mut params: Value,
+    ctx: &DaemonContext,
+) -> Result<Call, ErrorBody> {
+    for (field, selector) in maxx_protocol::selector::unresolved(&params) {
+        let id = ask(
+            &ctx.registry,
+            |reply| RegistryMsg::Select(selector, reply),
+            ACTOR_CALL_TIMEOUT,
+        )
+        .await??;
+        params[field] = Value::String(id);
+    }
+    Call::decode(method, Some(params))
 }
 
 /// Ask the policy about a request; `unauthorized` / `confirmation_required` stop it.

@@ -92,8 +92,24 @@ pub(crate) fn truncate(s: &str, max: usize) -> String {
     s.chars().take(max).collect()
 }
 
-/// A session id in canonical form (uppercase hyphenated UUID).
+/// A session a caller names: a full id in canonical form (uppercase hyphenated UUID), or a
+/// prefix or `%title` selector, carried as given (uppercased) until the daemon resolves it
+/// to one session before routing (see [`crate::selector`]).
 pub fn parse_session_id(field: &str, text: &str) -> Result<String, ErrorBody> {
+    match crate::selector::Selector::parse(text) {
+        Some(selector) => Ok(selector.to_wire()),
+        None => Err(ErrorBody::invalid(format!(
+            "{field} must name a session: a session id, a prefix of one (at least {} hex \
+             digits) or %title; got {:?}",
+            crate::selector::SELECTOR_PREFIX_MIN_HEX,
+            truncate(text, 64)
+        ))
+        .with_remedy("`maxx ls` shows each session's id prefix and title")),
+    }
+}
+
+/// A UUID in canonical form (uppercase, hyphenated): a surface id.
+pub fn parse_uuid(field: &str, text: &str) -> Result<String, ErrorBody> {
     let bytes = text.as_bytes();
     let ok = bytes.len() == 36
         && bytes.iter().enumerate().all(|(i, b)| match i {
@@ -102,7 +118,7 @@ pub fn parse_session_id(field: &str, text: &str) -> Result<String, ErrorBody> {
         });
     if !ok {
         return Err(ErrorBody::invalid(format!(
-            "{field} must be a session UUID, got {:?}",
+            "{field} must be a UUID, got {:?}",
             truncate(text, 64)
         )));
     }

@@ -340,7 +340,7 @@ impl RawStream {
                 None => None,
             },
             surface_id: match &self.surface_id {
-                Some(id) => Some(parse_session_id("surface_id", id)?),
+                Some(id) => Some(parse_uuid("surface_id", id)?),
                 None => None,
             },
         })
