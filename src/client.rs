@@ -95,6 +95,15 @@ pub fn send_request(
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             return Err(no_daemon(target, "the control dir does not exist"))
         }
+        // Not "no daemon": a caller that starts one on no_daemon must not try this dir.
+        Err(e) if maxx_actors::control_dir::unsafe_control_dir(&e).is_some() => {
+            return Err(ClientError::Failed(
+                ErrorBody::new(ErrorCode::UnsafeControlDir, e.to_string()).with_remedy(
+                    "fix it as the message says (maxx never repairs a control dir), or point \
+                     MAXX_CONTROL_DIR at a fresh path",
+                ),
+            ))
+        }
         Err(e) => return Err(no_daemon(target, &e.to_string())),
     };
     let mut stream = match UnixStream::connect(target.socket_path()) {

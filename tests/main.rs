@@ -3,6 +3,7 @@
 
 mod common;
 mod declarations;
+mod exit_codes;
 mod hostile_audit;
 mod hostile_daemon;
 mod hostile_gates;

@@ -58,7 +58,11 @@ impl Response {
     }
 
     /// A failure carrying `error`.
-    pub fn err(error: ErrorBody) -> Self {
+    pub fn err(mut error: ErrorBody) -> Self {
+        // Every error carries a remedy: the site's own, else its code's.
+        if error.remedy.is_none() {
+            error.remedy = Some(error.code.default_remedy().to_string());
+        }
         Response {
             ok: false,
             result: None,

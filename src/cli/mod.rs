@@ -70,7 +70,7 @@ stderr carries one JSON error. `maxx +control <noun> <verb>` is the same command
 id=$(maxx sessions create --command 'make test' | jq -r .result.session.session_id)\n  \
 maxx sessions wait \"$id\" --lifecycle exited --timeout 10m\n  \
 maxx sessions get \"$id\" | jq .result.session.exit_code\n\n\
-Exit codes: 0 ok/matched · 1 daemon said ok:false, or a wait ended unmatched · 2 usage · \
+Exit codes: 0 ok/matched · 1 the daemon refused, or a wait ended unmatched · 2 what you typed is wrong · \
 3 no daemon · 124 wait timed out"
 )]
 pub struct Cli {
