@@ -70,6 +70,8 @@ fn run(cli: Cli) -> i32 {
                 return report::policy_validation(&a.config, outcome);
             }
         },
+        Command::Completions(a) => return generated(Generated::Completions(a.shell)),
+        Command::Man => return generated(Generated::Man),
         Command::Ls(a) => return human::ls(&target, &cli.caller, a),
         Command::Top => return top::run(&target, &cli.caller),
         Command::Status(a) => return human::status(&target, &cli.caller, a),
@@ -104,6 +106,30 @@ fn dispatch(target: &Target, caller: &Option<String>, confirm: bool, built: Buil
     let method = req.method;
     let response = send(target, req, caller, confirm);
     report::response(method, response)
+}
+
+/// What `maxx completions` and `maxx man` print, generated from the clap definition.
+enum Generated {
+    Completions(clap_complete::Shell),
+    Man,
+}
+
+fn generated(what: Generated) -> i32 {
+    use clap::CommandFactory;
+    use std::io::Write;
+    let mut cmd = Cli::command();
+    // Built in memory, then written: a reader that stops early (`| head`) is not an error.
+    let mut text = Vec::new();
+    match what {
+        Generated::Completions(shell) => {
+            clap_complete::generate(shell, &mut cmd, "maxx", &mut text)
+        }
+        Generated::Man => clap_mangen::Man::new(cmd)
+            .render(&mut text)
+            .expect("rendering into memory cannot fail"),
+    }
+    let _ = std::io::stdout().lock().write_all(&text);
+    exit::OK
 }
 
 /// One request; a session-creating one starts a daemon first when none answers.

@@ -11,6 +11,7 @@ mod hostile_persist;
 mod hostile_streams;
 mod hostile_waits;
 mod human;
+mod install;
 mod keys;
 mod lifecycle;
 mod policy;

@@ -118,4 +118,19 @@ pub enum Command {
         after_help = "Example:\n  maxx attach ID\n  maxx attach --detach-key C-a   # then C-a d to detach"
     )]
     Attach(AttachArgs),
+    /// Print shell completions to stdout (bash, zsh, fish, elvish, powershell).
+    #[command(
+        after_help = "Examples:\n  maxx completions bash > ~/.local/share/bash-completion/completions/maxx\n  \
+maxx completions zsh > ~/.zfunc/_maxx\n  maxx completions fish > ~/.config/fish/completions/maxx.fish"
+    )]
+    Completions(CompletionsArgs),
+    /// Print the man page (roff) to stdout.
+    #[command(after_help = "Example:\n  maxx man > ~/.local/share/man/man1/maxx.1")]
+    Man,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct CompletionsArgs {
+    /// The shell.
+    pub shell: clap_complete::Shell,
 }
