@@ -36,7 +36,6 @@ mod request;
 mod top;
 mod views;
 
-use clap::Parser;
 use cli::*;
 use client::{ClientError, Target};
 use maxx_protocol::Response;
@@ -48,7 +47,7 @@ fn main() {
     if args.get(1).is_some_and(|a| a == "+control") {
         args.remove(1);
     }
-    let cli = match Cli::try_parse_from(args) {
+    let cli = match cli::parse(args) {
         Ok(cli) => cli,
         Err(e) => std::process::exit(report::clap_error(e)),
     };
@@ -73,7 +72,19 @@ fn run(cli: Cli) -> i32 {
         Command::Completions(a) => return generated(Generated::Completions(a.shell)),
         Command::Man => return generated(Generated::Man),
         Command::Ls(a) => return human::ls(&target, &cli.caller, a),
-        Command::Top => return top::run(&target, &cli.caller),
+        Command::Top(a) if a.json => {
+            let ls = LsArgs {
+                wide: false,
+                json: true,
+                group: None,
+            };
+            return human::ls(&target, &cli.caller, ls);
+        }
+        Command::Top(_) => return top::run(&target, &cli.caller),
+        Command::Attach(a) if a.json => return report::usage_error(
+            "attach joins this terminal to a session; it has no JSON output",
+            "read a session as JSON with `maxx sessions snapshot ID` or `maxx sessions watch ID`",
+        ),
         Command::Status(a) => return human::status(&target, &cli.caller, a),
         Command::Attach(a) => return human::attach(&target, &cli.caller, cli.confirm, a),
         Command::Profiles(_) => Ok(request::profiles_list()),
@@ -115,9 +126,8 @@ enum Generated {
 }
 
 fn generated(what: Generated) -> i32 {
-    use clap::CommandFactory;
     use std::io::Write;
-    let mut cmd = Cli::command();
+    let mut cmd = cli::command();
     // Built in memory, then written: a reader that stops early (`| head`) is not an error.
     let mut text = Vec::new();
     match what {

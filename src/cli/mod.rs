@@ -112,7 +112,7 @@ pub enum Command {
     /// The daemon's version, pid, control dir and session counts.
     Status(StatusArgs),
     /// A live dashboard of the fleet, updated from the event stream. q quits.
-    Top,
+    Top(TopArgs),
     /// Join this terminal to a session's PTY (default: the focused one). Detach: Ctrl-\ d.
     #[command(
         after_help = "Example:\n  maxx attach ID\n  maxx attach --detach-key C-a   # then C-a d to detach"
@@ -133,4 +133,73 @@ maxx completions zsh > ~/.zfunc/_maxx\n  maxx completions fish > ~/.config/fish/
 pub struct CompletionsArgs {
     /// The shell.
     pub shell: clap_complete::Shell,
+}
+
+/// The whole grammar, with `--json` accepted by every command: a no-op where the output is
+/// JSON already (all but `ls` and `status`, which declare their own). `event emit` keeps its
+/// seed's `--json PAYLOAD`. Completions and the man page are generated from this too.
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    // Every command but the root (`maxx --json` alone is not a command); a noun too, for
+    // its bare form (`maxx sessions --json` lists).
+    fn with_json(cmd: clap::Command) -> clap::Command {
+        let cmd = cmd.mut_subcommands(with_json);
+        if cmd.get_arguments().any(|a| a.get_long() == Some("json")) {
+            return cmd;
+        }
+        cmd.arg(
+            clap::Arg::new("json_output")
+                .long("json")
+                .action(clap::ArgAction::SetTrue)
+                .help("Accepted for scripts: the output is JSON already"),
+        )
+    }
+    Cli::command().mut_subcommands(with_json)
+}
+
+/// Parse a command line with [`command`].
+pub fn parse(args: Vec<std::ffi::OsString>) -> Result<Cli, clap::Error> {
+    use clap::FromArgMatches;
+    let matches = command().try_get_matches_from(args)?;
+    Cli::from_arg_matches(&matches)
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every command accepts `--json` (the macterm seed's promise), walking the whole tree.
+    #[test]
+    fn every_command_takes_json() {
+        fn walk(cmd: &clap::Command, path: &str, leaves: &mut usize) {
+            let path = format!("{path} {}", cmd.get_name());
+            for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+                walk(sub, &path, leaves);
+            }
+            if path == " maxx" {
+                return;
+            }
+            *leaves += 1;
+            assert!(
+                cmd.get_arguments().any(|a| a.get_long() == Some("json")),
+                "{path} does not take --json"
+            );
+        }
+        let mut leaves = 0;
+        let mut cmd = super::command();
+        cmd.build();
+        walk(&cmd, "", &mut leaves);
+        assert!(leaves > 40, "walked {leaves} commands");
+        // And it parses where the output is JSON already.
+        for line in [
+            "maxx sessions list --json",
+            "maxx sessions get abcd --json",
+            "maxx stream watch --json",
+            "maxx policy sources --json",
+            "maxx daemon --json",
+            "maxx sessions --json",
+            "maxx profiles --json",
+        ] {
+            let args: Vec<std::ffi::OsString> = line.split(' ').map(Into::into).collect();
+            super::parse(args).unwrap_or_else(|e| panic!("{line}: {e}"));
+        }
+    }
 }
