@@ -720,8 +720,10 @@ mod tests {
         ];
         for args in commands {
             let req = build(args);
-            let call = Call::decode(req.method, Some(req.params.clone()))
+            let (call, ignored) = Call::decode_reporting(req.method, Some(req.params.clone()))
                 .unwrap_or_else(|e| panic!("{args}: {} refused {}: {e:?}", req.method, req.params));
+            // Every param the CLI sends is one the daemon reads: nothing is ignored.
+            assert!(ignored.is_empty(), "{args}: the daemon ignores {ignored:?}");
             // `event.emit` is decoded as the `sessions.emit-event` it is.
             let expect = match req.method {
                 "event.emit" => "sessions.emit-event",

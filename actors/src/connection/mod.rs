@@ -21,6 +21,7 @@ use crate::session::{
     new_id, ReadAnswer, Reply, SessionMsg, SessionReply, SessionStart, StartSession, WatchLine,
 };
 use crate::stats::Stats;
+use maxx_protocol::envelope::Warning;
 use maxx_protocol::error::{ErrorBody, ErrorCode};
 use maxx_protocol::limits::{
     REQUEST_LINE_MAX_BYTES, REQUEST_READ_TIMEOUT, RESPONSE_WRITE_TIMEOUT, UNAUTH_BUDGET_BYTES,
@@ -285,6 +286,8 @@ struct Request {
     /// The method and params again when a session is named by a prefix or `%title`: the
     /// call is decoded anew once they are resolved (after the policy has decided).
     selectors: Option<(String, Value)>,
+    /// Params the method does not take: ignored, and told to the caller.
+    warnings: Vec<Warning>,
 }
 
 /// Serve one request. `None` when the answer was already streamed.
@@ -306,6 +309,7 @@ async fn serve(stream: &mut UnixStream, ctx: &DaemonContext) -> Option<Response>
         claimed,
         confirm,
         selectors,
+        warnings,
     } = match decoded {
         Ok(request) => request,
         Err(response) => return Some(*response),
@@ -337,16 +341,17 @@ async fn serve(stream: &mut UnixStream, ctx: &DaemonContext) -> Option<Response>
         // A wait whose caller hangs up ends at once: nobody is left to answer.
         Call::Wait(WaitCall::Wait(p)) => wait(p, ctx, stream).await?,
         Call::Wait(WaitCall::StreamWait(p)) => stream_wait(p, ctx, stream).await?,
-        Call::Wait(WaitCall::Watch(p)) => match watch(p, ctx, stream).await {
+        Call::Wait(WaitCall::Watch(p)) => match watch(p, &warnings, ctx, stream).await {
             Ok(()) => return None,
             Err(e) => Err(e),
         },
-        Call::Wait(WaitCall::StreamWatch(p)) => match stream_watch(p, ctx, stream).await {
+        Call::Wait(WaitCall::StreamWatch(p)) => match stream_watch(p, &warnings, ctx, stream).await
+        {
             Ok(()) => return None,
             Err(e) => Err(e),
         },
         Call::Screen(ScreenCall::Attach { session_id, size }) => {
-            match attach(session_id, size, ctx, stream).await {
+            match attach(session_id, size, &warnings, ctx, stream).await {
                 Ok(()) => return None,
                 Err(e) => Err(e),
             }
@@ -354,13 +359,13 @@ async fn serve(stream: &mut UnixStream, ctx: &DaemonContext) -> Option<Response>
         Call::Screen(ScreenCall::Run(p)) => run(p, ctx).await,
         other => route(other, &caller, ctx).await,
     };
-    Some(
-        match result {
-            Ok(value) => Response::ok(value),
-            Err(e) => Response::err(e),
-        }
-        .with_id(id),
-    )
+    let mut response = match result {
+        Ok(value) => Response::ok(value),
+        Err(e) => Response::err(e),
+    }
+    .with_id(id);
+    response.warnings = warnings;
+    Some(response)
 }
 
 /// Parse, authenticate and decode a request line; any failure is the response to send.
@@ -408,8 +413,9 @@ fn decode_request(line: &[u8], ctx: &DaemonContext) -> Result<Request, Box<Respo
         .as_ref()
         .filter(|p| !maxx_protocol::selector::unresolved(p).is_empty())
         .map(|p| (method.to_string(), p.clone()));
-    let call =
-        Call::decode(method, envelope.params).map_err(|e| Response::err(e).with_id(id.clone()))?;
+    let (call, ignored) = Call::decode_reporting(method, envelope.params)
+        .map_err(|e| Response::err(e).with_id(id.clone()))?;
+    let warnings = ignored.iter().map(|p| Warning::unknown_param(p)).collect();
     let claimed = envelope.caller;
     let caller = claimed
         .clone()
@@ -421,6 +427,7 @@ fn decode_request(line: &[u8], ctx: &DaemonContext) -> Result<Request, Box<Respo
         claimed,
         confirm: envelope.confirm.unwrap_or(false),
         selectors,
+        warnings,
     })
 }
 

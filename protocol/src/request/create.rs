@@ -71,7 +71,6 @@ impl Family for CreateCall {
 /// The restart-policy fields shared by `sessions.create` and `sessions.set-restart-policy`
 /// as the wire carries them (`wire::RestartFields`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct RawRestart {
     /// `never`, `on-failure`, `always`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -334,7 +333,6 @@ impl CreateParams {
 
 /// `sessions.register-current` params: the proof the spawned process holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct RegisterParams {
     /// `MAXX_SURFACE_ID` of the calling process.
     pub surface_id: String,
@@ -352,7 +350,6 @@ pub(crate) mod wire {
 
     /// `sessions.create`.
     #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
     pub struct Create {
         #[serde(skip_serializing_if = "Option::is_none")]
         pub title: Option<String>,

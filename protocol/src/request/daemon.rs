@@ -120,7 +120,6 @@ pub(crate) mod wire {
 
     /// `policy.check`.
     #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
     pub struct PolicyCheck {
         pub capability: String,
         #[serde(skip_serializing_if = "Option::is_none")]

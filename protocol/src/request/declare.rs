@@ -330,7 +330,6 @@ pub(crate) mod wire {
 
     /// Every declaration verb (`sessions.declare-state`, `sessions.set-metadata`, ...): each takes `session_id`, `source` and its own fields.
     #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
     pub struct Declare {
         pub session_id: String,
         #[serde(skip_serializing_if = "Option::is_none")]

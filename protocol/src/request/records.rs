@@ -247,7 +247,6 @@ impl Family for RecordsCall {
 /// One `metadata_filter` constraint: the key is present, and (if `value` is given) its
 /// value, compared as a string, equals it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct MetadataFilter {
     /// Key that must be present.
     pub key: String,
@@ -278,7 +277,6 @@ impl MetadataFilter {
 
 /// `sessions.list` params (the wire form and the validated form are the same).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct ListParams {
     /// Constraints that must all hold (AND).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -493,7 +491,6 @@ pub(crate) mod wire {
 
     /// `sessions.set-group`.
     #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
     pub struct SetGroup {
         pub session_id: String,
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -502,7 +499,6 @@ pub(crate) mod wire {
 
     /// `sessions.set-parent`.
     #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
     pub struct SetParent {
         pub session_id: String,
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -511,7 +507,6 @@ pub(crate) mod wire {
 
     /// `sessions.archive`.
     #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
     pub struct Archive {
         pub session_id: String,
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -520,7 +515,6 @@ pub(crate) mod wire {
 
     /// `sessions.restart`.
     #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
     pub struct Restart {
         pub session_id: String,
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -531,7 +525,6 @@ pub(crate) mod wire {
 
     /// `sessions.update`.
     #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
     pub struct Update {
         pub session_id: String,
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -542,7 +535,7 @@ pub(crate) mod wire {
 
     /// `sessions.set-restart-policy`: the session and the restart fields of
     /// `sessions.create`. (Serialize only: the decoder takes `session_id` out and reads the
-    /// rest as a `RestartFields`, which refuses unknown fields.)
+    /// rest as a `RestartFields`; a field it does not know is reported as ignored.)
     #[derive(Debug, Clone, PartialEq, Default, Serialize)]
     pub struct SetRestartPolicy {
         pub session_id: String,
@@ -552,7 +545,6 @@ pub(crate) mod wire {
 
     /// `sessions.action`.
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
     pub struct Action {
         pub session_id: String,
         pub action: ActionKind,

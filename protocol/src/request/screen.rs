@@ -323,7 +323,6 @@ pub(crate) mod wire {
 
     /// `sessions.snapshot`, `sessions.dump`, `sessions.inspect` (`cells`, `unwrap` and `tail` are the snapshot's).
     #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
     pub struct Read {
         pub session_id: String,
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -338,7 +337,6 @@ pub(crate) mod wire {
 
     /// `sessions.run`.
     #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
     pub struct Run {
         pub session_id: String,
         pub command: String,
@@ -348,7 +346,6 @@ pub(crate) mod wire {
 
     /// `sessions.send-keys`.
     #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
     pub struct SendKeys {
         pub session_id: String,
         pub keys: Vec<String>,
@@ -358,7 +355,6 @@ pub(crate) mod wire {
 
     /// `sessions.paste`.
     #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
     pub struct Paste {
         pub session_id: String,
         pub text: String,
@@ -366,7 +362,6 @@ pub(crate) mod wire {
 
     /// `sessions.attach`.
     #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
     pub struct Attach {
         #[serde(skip_serializing_if = "Option::is_none")]
         pub session_id: Option<String>,
@@ -378,7 +373,6 @@ pub(crate) mod wire {
 
     /// `sessions.resize`.
     #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
     pub struct Resize {
         pub session_id: String,
         pub cols: u16,

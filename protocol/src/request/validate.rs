@@ -4,13 +4,40 @@
 use super::*;
 
 pub(crate) fn decode<T: DeserializeOwned>(params: Value) -> Result<T, ErrorBody> {
-    T::deserialize(&params).map_err(|e| {
+    let mut ignored = Vec::new();
+    let decoded = serde_ignored::deserialize(&params, |path| ignored.push(path.to_string()));
+    IGNORED.with(|list| {
+        if let Some(list) = list.borrow_mut().as_mut() {
+            list.extend(ignored);
+        }
+    });
+    decoded.map_err(|e| {
         ErrorBody::invalid(format!("bad params: {}", decode_error_message(&e, &params)))
             .with_remedy(
                 "send the fields the method takes, each of its type: `maxx <noun> <verb> --help` \
                  and docs/protocol.md list them",
             )
     })
+}
+
+std::thread_local! {
+    /// Params the decoders of the request being decoded on this thread did not read:
+    /// `Some` while [`collect_ignored`] runs.
+    static IGNORED: std::cell::RefCell<Option<Vec<String>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Run `decode` (a request's whole, synchronous decode) and return what it gave with the
+/// params paths (`titel`, `condition.foo`) its decoders did not read. Unknown params are
+/// ignored, never refused, so a newer client works with an older daemon; the caller is told.
+pub(crate) fn collect_ignored<T>(decode: impl FnOnce() -> T) -> (T, Vec<String>) {
+    IGNORED.with(|list| *list.borrow_mut() = Some(Vec::new()));
+    let decoded = decode();
+    let mut ignored = IGNORED
+        .with(|list| list.borrow_mut().take())
+        .unwrap_or_default();
+    ignored.sort();
+    ignored.dedup();
+    (decoded, ignored)
 }
 
 /// A serde decode error as a message that never quotes a value the caller sent (an `env`
@@ -309,7 +336,6 @@ pub fn validate_env(env: &[String]) -> Result<Vec<(String, String)>, ErrorBody> 
 
 /// `{}`: methods without params.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub(crate) struct Empty {}
 
 /// Decode an optional `timeout` (seconds or a duration string), capped at 1 h.
@@ -415,7 +441,6 @@ pub(crate) mod wire {
 
     /// Any method that names one session and nothing else (`sessions.get`, `sessions.cancel`, ...).
     #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
     pub struct Session {
         pub session_id: String,
     }

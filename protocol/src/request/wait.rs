@@ -303,7 +303,6 @@ pub struct StreamWatchParams {
 /// `stream.watch` and `stream.wait` params as the wire carries them (`wire::Stream`):
 /// a filter, and for `stream.wait` what to wait for.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct RawStream {
     /// Only this group's events.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -428,7 +427,6 @@ pub(crate) mod wire {
 
     /// `sessions.wait`: exactly one of `lifecycle`, `state`, `event`, `until`, `regex`.
     #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
     pub struct Wait {
         pub session_id: String,
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -451,7 +449,6 @@ pub(crate) mod wire {
 
     /// `sessions.watch`.
     #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
     pub struct Watch {
         pub session_id: String,
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -460,7 +457,6 @@ pub(crate) mod wire {
 
     /// `sessions.events`.
     #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
     pub struct Events {
         pub session_id: String,
         #[serde(default)]
