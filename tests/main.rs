@@ -12,6 +12,7 @@ mod hostile_waits;
 mod human;
 mod keys;
 mod lifecycle;
+mod mcp;
 mod policy;
 mod reliability;
 mod screen;

@@ -398,9 +398,11 @@ pub(crate) mod wire {
     use serde::Serialize;
 
     /// Any method that names one session and nothing else (`sessions.get`, `sessions.cancel`, ...).
+    #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
     #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
     #[serde(deny_unknown_fields)]
     pub struct Session {
+        /// Session id (a UUID, any case).
         pub session_id: String,
     }
 }
