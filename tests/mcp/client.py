@@ -6,7 +6,8 @@ MAXX_MCP_AS (the policy source the server acts as).
 
 It checks, over stdio and JSON-RPC as any host would:
   1. initialize negotiates a handshake revision; tools/list has every tool with an object schema;
-  2. create -> send_keys -> wait (until) -> snapshot -> set_result -> get, the result read back;
+  2. create -> send_keys -> wait (until) -> snapshot -> run -> set_result -> get, the result
+     read back;
   3. refusals are tool errors carrying the maxx code and remedy: `confirmation_required` for
      this source, `unauthorized` for a server started `--as readonly-external`;
   4. a long wait reports progress and, once cancelled by the client, ends: the test binary
@@ -97,6 +98,8 @@ async def main() -> None:
             screen = await ok(s, "snapshot", {"session_id": sid})
             # (the shell's prompt may share the line)
             assert any(line.rstrip().endswith("mcp-42") for line in screen["lines"]), screen["lines"]
+            ran = await ok(s, "run", {"session_id": sid, "command": "false", "timeout": "20s"})
+            assert ran["exit_code"] == 1, ran
             await ok(s, "set_result", {"session_id": sid, "result": "forty-two"})
             record = (await ok(s, "get", {"session_id": sid}))["session"]
             assert record["result"] == "forty-two", record

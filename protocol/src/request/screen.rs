@@ -321,6 +321,13 @@ pub(crate) mod wire {
     use super::*;
     use serde::Serialize;
 
+    /// `scrollback` is a bool or a row count (`schemars` feature; the field's
+    /// `serde(default)` keeps it optional in the schema).
+    #[cfg(feature = "schemars")]
+    fn scrollback_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": ["boolean", "integer", "null"] })
+    }
+
     /// `sessions.snapshot`, `sessions.dump`, `sessions.inspect` (`cells`, `unwrap` and `tail` are the snapshot's).
     #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
     #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -329,7 +336,8 @@ pub(crate) mod wire {
         /// Session id (a UUID, any case).
         pub session_id: String,
         /// Scrollback rows to include: absent/false none, `true` or 0 all, N the newest N.
-        #[serde(skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "schemars", schemars(schema_with = "scrollback_schema"))]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         pub scrollback: Option<Value>,
         /// Per-cell text, style and OSC 133 semantics.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
