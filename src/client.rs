@@ -192,12 +192,17 @@ pub fn request(
         }
         Err(e) => return Err(failed("reading from", e)),
     }
+    parse_response(&buf)
+}
+
+/// The one response line of a request (empty: the daemon closed without answering).
+pub fn parse_response(buf: &[u8]) -> Result<Response, ClientError> {
     if buf.is_empty() {
         return Err(ClientError::Failed(ErrorBody::internal(
             "the daemon closed the connection without answering",
         )));
     }
-    serde_json::from_slice(&buf).map_err(|e| {
+    serde_json::from_slice(buf).map_err(|e| {
         ClientError::Failed(ErrorBody::internal(format!(
             "unreadable response from the daemon: {e}"
         )))

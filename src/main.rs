@@ -9,6 +9,7 @@
 //! - [`human`]: `maxx ls`, `maxx status`, `maxx attach`; [`views`] renders the tables.
 //! - [`top`]: the live dashboard; [`attach`]: the terminal side of `maxx attach`.
 //! - [`daemon_cmd`]: `maxx daemon [--detach]`.
+//! - [`mcp`]: `maxx mcp`, the MCP server on stdio (tools in `mcp/tools.rs`).
 //!
 //! A noun-verb runs as: [`cli`] parses, [`request`] builds, [`main`]'s `dispatch` sends
 //! (starting a daemon first for `sessions create`), [`report`] prints and picks the exit code.
@@ -31,6 +32,7 @@ mod client;
 mod daemon_cmd;
 mod exit;
 mod human;
+mod mcp;
 mod report;
 mod request;
 mod top;
@@ -85,6 +87,7 @@ fn run(cli: Cli) -> i32 {
             "attach joins this terminal to a session; it has no JSON output",
             "read a session as JSON with `maxx sessions snapshot ID` or `maxx sessions watch ID`",
         ),
+        Command::Mcp(a) => return mcp::command(&target, &cli.caller, cli.confirm, a),
         Command::Status(a) => return human::status(&target, &cli.caller, a),
         Command::Attach(a) => return human::attach(&target, &cli.caller, cli.confirm, a),
         Command::Profiles(_) => Ok(request::profiles_list()),

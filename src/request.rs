@@ -22,7 +22,7 @@ pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// What a wait or a run is given on top of its own budget before the CLI stops listening:
 /// the daemon answers `timeout` itself, and that answer must arrive.
-const WAIT_SLACK: Duration = Duration::from_secs(15);
+pub const WAIT_SLACK: Duration = Duration::from_secs(15);
 
 /// One request, ready to send.
 #[derive(Debug)]

@@ -14,6 +14,7 @@ mod human;
 mod install;
 mod keys;
 mod lifecycle;
+mod mcp;
 mod policy;
 mod reliability;
 mod screen;

@@ -8,7 +8,7 @@
 //! - [`declare`]: the agent declaration verbs (`declare-state`, `set-metadata`, ...).
 //! - [`screen`]: the screen-readback and input verbs (`snapshot`, `run`, `send-keys`, ...).
 //! - [`stream`]: `maxx stream` and `maxx event`.
-//! - [`admin`]: `maxx daemon`, `maxx policy`, `maxx profiles`.
+//! - [`admin`]: `maxx daemon`, `maxx policy`, `maxx profiles`, `maxx mcp`.
 //! - [`human`]: the human views `maxx ls`, `maxx status`, `maxx attach`.
 // clap prints these doc comments as --help text, where <uid> and <state> are placeholders,
 // not HTML.
@@ -107,6 +107,12 @@ pub enum Command {
     Profiles(ProfilesCmd),
     /// Inspect the capability policy: check a decision, list sources, validate a file.
     Policy(PolicyCmd),
+    /// Serve the verbs as MCP tools on stdio, for agent hosts (each call acts as --as).
+    #[command(
+        after_help = "Examples:\n  maxx mcp --as my-agent      # in the host's MCP server config\n  \
+maxx mcp --schema | jq '.tools[].name'\n  maxx mcp --skill"
+    )]
+    Mcp(McpArgs),
     /// A table of sessions for people: lifecycle, declared state, summary, group, age.
     Ls(LsArgs),
     /// The daemon's version, pid, control dir and session counts.

@@ -440,8 +440,10 @@ pub(crate) mod wire {
     use serde::Serialize;
 
     /// Any method that names one session and nothing else (`sessions.get`, `sessions.cancel`, ...).
+    #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
     #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
     pub struct Session {
+        /// Session id (a UUID, any case).
         pub session_id: String,
     }
 }
