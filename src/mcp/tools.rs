@@ -50,8 +50,19 @@ fn schema_of<P: JsonSchema + 'static>() -> Arc<JsonObject> {
         .unwrap_or_else(|e| panic!("a wire params type's schema is an object: {e}"))
 }
 
+/// A tool's arguments as its wire type. An argument the type does not take is refused here
+/// (the daemon would ignore it with a warning, but a tool's schema comes from the same build,
+/// so an unknown argument is the agent's typo, and is refused before anything is sent).
 fn encode_as<P: DeserializeOwned + Serialize>(args: Value) -> Result<Value, String> {
-    let typed: P = serde_json::from_value(args).map_err(|e| e.to_string())?;
+    let mut unknown = Vec::new();
+    let typed: P = serde_ignored::deserialize(&args, |path| unknown.push(path.to_string()))
+        .map_err(|e| e.to_string())?;
+    if !unknown.is_empty() {
+        return Err(format!(
+            "unknown argument(s): {}; the tool's input schema lists what it takes",
+            unknown.join(", ")
+        ));
+    }
     Ok(serde_json::to_value(typed).expect("wire params serialize"))
 }
 
@@ -683,6 +694,25 @@ mod tests {
     use maxx_protocol::request::Call;
 
     const ID: &str = "00000001-0000-4000-8000-000000000000";
+
+    /// An argument a tool's wire type does not take is refused before anything is sent,
+    /// at any depth (the daemon itself would only warn).
+    #[test]
+    fn unknown_arguments_are_refused() {
+        let create = find("create").unwrap();
+        use serde_json::json;
+        let args = |v: Value| Some(v.as_object().unwrap().clone());
+        assert!(create.params(args(json!({"title": "t"}))).is_ok());
+        let e = create.params(args(json!({"titel": "t"}))).unwrap_err();
+        assert!(e.message.contains("titel"), "{}", e.message);
+        let list = find("list").unwrap();
+        let e = list
+            .params(args(
+                json!({"metadata_filter": [{"key": "k", "valu": "v"}]}),
+            ))
+            .unwrap_err();
+        assert!(e.message.contains("valu"), "{}", e.message);
+    }
 
     /// Each example decodes as its method, and needs exactly the capabilities the entry
     /// lists (so the docs table, printed from the entries, is the daemon's truth).
