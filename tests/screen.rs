@@ -343,13 +343,13 @@ fn title_and_osc133_are_mechanical_events() {
     let d = Daemon::start();
     let mut s = d.open_stream("stream.watch", json!({}));
     s.next();
-    let id = sid(&d.create(json!({"command": "read x; printf '\\033]2;building\\007\\033]133;D;3\\007'; exec sleep 30"})));
+    let id = sid(&d.create(json!({"command": "read x; printf '\\033]2;building\\007\\033]133;C\\007\\033]133;D;3\\007'; exec sleep 30"})));
     d.ok(
         "sessions.action",
         json!({"session_id": id, "action": "submit", "input": ""}),
     );
     let mut names = Vec::new();
-    while names.len() < 3 {
+    while names.len() < 4 {
         let e = s.next();
         names.push((
             e["event"]["name"].as_str().unwrap().to_string(),
@@ -361,8 +361,9 @@ fn title_and_osc133_are_mechanical_events() {
         names[1],
         ("title".to_string(), json!({"title": "building"}))
     );
+    assert_eq!(names[2], ("command.started".to_string(), Value::Null));
     assert_eq!(
-        names[2],
+        names[3],
         ("command.finished".to_string(), json!({"exit_code": 3}))
     );
 }

@@ -24,6 +24,8 @@ const TITLE_MAX_CHARS: usize = maxx_protocol::limits::TERMINAL_TITLE_MAX_CHARS;
 pub enum ScreenEvent {
     /// OSC 0/2 set the title.
     Title(String),
+    /// OSC 133 C: a shell-integrated command started (its output begins).
+    CommandStarted,
     /// OSC 133 D: a shell-integrated command finished, with its exit code if given.
     CommandFinished(Option<i32>),
 }
@@ -691,6 +693,7 @@ impl LightScreen {
                 }
             }
             b"133" if rest.first() == Some(&b'B') => self.flags.input_marks = true,
+            b"133" if rest.first() == Some(&b'C') => events.push(ScreenEvent::CommandStarted),
             b"133" if rest.first() == Some(&b'D') => {
                 let code = rest
                     .split(|b| *b == b';')
@@ -780,6 +783,9 @@ mod oracle {
                     self.events.push(ScreenEvent::CommandFinished(code));
                 }
                 [b"133", mark, ..] if mark.first() == Some(&b'B') => self.flags.input_marks = true,
+                [b"133", mark, ..] if mark.first() == Some(&b'C') => {
+                    self.events.push(ScreenEvent::CommandStarted)
+                }
                 _ => {}
             }
         }
@@ -880,6 +886,7 @@ mod tests {
             Just(b"\x1b]133;D;".to_vec()),
             Just(b"\x1b]133;A".to_vec()),
             Just(b"\x1b]133;B".to_vec()),
+            Just(b"\x1b]133;C".to_vec()),
             Just(b"\x1bc".to_vec()),
             Just(b"\x1b[>5u".to_vec()),
             Just(b"\x1b[<u".to_vec()),

@@ -43,6 +43,7 @@ impl SessionState {
                             self.touch();
                             self.publish();
                         }
+                        ScreenEvent::CommandStarted => self.mechanical("command.started", None),
                         ScreenEvent::CommandFinished(code) => self.mechanical(
                             "command.finished",
                             Some(serde_json::json!({ "exit_code": code })),
