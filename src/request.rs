@@ -123,6 +123,8 @@ pub fn sessions(verb: SessionsVerb) -> Built {
         SessionsVerb::SetResultSchema(a) => sessions_set_result_schema(a),
         SessionsVerb::ClearResultSchema(a) => Ok(sessions_clear_result_schema(a)),
         SessionsVerb::SetAgentType(a) => Ok(sessions_set_agent_type(a)),
+        SessionsVerb::Ask(a) => Ok(sessions_ask(a)),
+        SessionsVerb::Answer(a) => Ok(sessions_answer(a)),
         SessionsVerb::SetGroup(a) => Ok(sessions_set_group(a)),
         SessionsVerb::SetParent(a) => Ok(sessions_set_parent(a)),
         SessionsVerb::Archive(a) => Ok(sessions_archive(a)),
@@ -333,6 +335,25 @@ pub fn sessions_set_agent_type(a: SetAgentTypeArgs) -> Request {
         ..declaration(a.session_id, a.source)
     };
     Request::new("sessions.set-agent-type", p)
+}
+
+pub fn sessions_ask(a: AskArgs) -> Request {
+    let p = wire::Declare {
+        question: Some(a.question),
+        suggestions: (!a.suggestions.is_empty()).then_some(a.suggestions),
+        ..declaration(a.session_id, a.source)
+    };
+    Request::new("sessions.ask", p)
+}
+
+pub fn sessions_answer(a: AnswerArgs) -> Request {
+    let p = wire::Declare {
+        answer: a.text,
+        choice: a.choice,
+        ask_id: a.ask_id,
+        ..declaration(a.session_id, a.source)
+    };
+    Request::new("sessions.answer", p)
 }
 
 pub fn sessions_snapshot(a: SnapshotArgs) -> Request {
@@ -706,6 +727,9 @@ mod tests {
             "sessions send-keys --literal ID 'S-Up'",
             "sessions paste ID 'text'",
             "sessions resize ID --cols 100 --rows 40",
+            "sessions ask ID --question q --suggest a --suggest b --source s",
+            "sessions answer ID --text t --ask-id 3",
+            "sessions answer ID --choice 2",
             "sessions set-restart-policy ID --restart on-failure --restart-exit-codes 1 \
              --max-restarts 2 --restart-window 1m --backoff 1s..3s",
             "sessions restart ID --last-command",

@@ -216,8 +216,14 @@ fn draw_table(f: &mut Frame, app: &App, area: Rect, now: SystemTime) {
             };
             let state = s(v, "workflow_state");
             let lc = Cell::from(lc_text).style(lifecycle_style(lifecycle));
-            let st =
-                Cell::from(if state.is_empty() { "-" } else { state }).style(state_style(state));
+            let asking = v["ask"].is_object();
+            let st_text = match (state.is_empty(), asking) {
+                (true, true) => "?".to_string(),
+                (true, false) => "-".to_string(),
+                (false, true) => format!("?{state}"),
+                (false, false) => state.to_string(),
+            };
+            let st = Cell::from(st_text).style(state_style(state));
             if narrow {
                 Row::new(vec![Cell::from(id), lc, st, Cell::from(title)])
             } else {
@@ -238,7 +244,7 @@ fn draw_table(f: &mut Frame, app: &App, area: Rect, now: SystemTime) {
                     ),
                     Cell::from(v["restart_count"].to_string()),
                     Cell::from(crate::views::age(s(v, "created_at"), now)),
-                    Cell::from(shown(v, "summary")),
+                    Cell::from(crate::views::ask_line(v).unwrap_or_else(|| shown(v, "summary"))),
                 ])
             }
         })

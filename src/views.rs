@@ -103,6 +103,13 @@ fn truncate(text: &str, max: usize) -> String {
     }
 }
 
+/// A session's open ask as a person reads it (`? question`), or `None`: shown instead of
+/// the summary by `ls` and `top`, since it is waiting on them.
+pub fn ask_line(session: &Value) -> Option<String> {
+    let question = session["ask"]["question"].as_str()?;
+    Some(format!("? {}", escape_controls(question)))
+}
+
 fn short(id: &str) -> String {
     id.chars().take(8).collect::<String>().to_lowercase()
 }
@@ -176,7 +183,7 @@ pub fn render_table(
                 .or_else(|| s["command"].as_str())
                 .unwrap_or("(shell)"),
         );
-        let mut summary = str_of("summary");
+        let mut summary = ask_line(s).unwrap_or_else(|| str_of("summary"));
         if wide {
             if let Some(m) = s["metadata"].as_object() {
                 let chips: Vec<String> = m
@@ -200,10 +207,11 @@ pub fn render_table(
                 format!("{}{focus}", short(&str_of("session_id"))),
                 title,
                 lc,
-                if state.is_empty() {
-                    "-".into()
-                } else {
-                    state.clone()
+                match (state.is_empty(), s["ask"].is_object()) {
+                    (true, true) => "?".into(),
+                    (true, false) => "-".into(),
+                    (false, true) => format!("?{state}"),
+                    (false, false) => state.clone(),
                 },
                 escape_controls(s["group"].as_str().unwrap_or("-")),
                 s["parent_id"]
@@ -293,6 +301,18 @@ pub fn render_status(status: &Value) -> String {
     ));
     if let Some(f) = status["focused"].as_str() {
         out.push_str(&format!("focused: {}\n", escape_controls(&short(f))));
+    }
+    if let Some(asking) = status["asking"].as_array().filter(|a| !a.is_empty()) {
+        let ids: Vec<String> = asking
+            .iter()
+            .filter_map(Value::as_str)
+            .map(|id| escape_controls(&short(id)))
+            .collect();
+        out.push_str(&format!(
+            "asking: {} ({}) — `maxx sessions answer ID --text …`\n",
+            ids.len(),
+            ids.join(", ")
+        ));
     }
     out.push_str(&format!("bus cursor: {}\n", status["bus_cursor"]));
     // A rejected policy file leaves only the built-in sources in force: say so here, not

@@ -836,3 +836,115 @@ fn a_watcher_that_disconnects_leaves_no_subscription() {
     let v: Value = serde_json::from_str(&line).unwrap();
     assert_eq!(v["event"]["name"], "after.half.close");
 }
+
+/// `ask` (issue 22): an agent's explicit request for a person's attention, recorded as an
+/// audit entry and an `asked` bus event, shown by `ls` and `status`, never moving focus;
+/// `answer` records the person's reply the same way and closes it.
+#[test]
+fn ask_and_answer_are_declared_recorded_and_shown_and_move_nothing() {
+    let d = Daemon::start();
+    let asker = live(&d);
+    let other = live(&d);
+    d.ok(
+        "sessions.action",
+        json!({"session_id": other, "action": "focus"}),
+    );
+    let mut bus = d.open_stream("stream.watch", json!({"session_id": asker}));
+    assert_eq!(bus.next()["type"], "hello");
+    let (code, _) = {
+        let out = d.cli(&[
+            "sessions",
+            "ask",
+            &asker,
+            "--question",
+            "Ship it?",
+            "--suggest",
+            "yes",
+            "--suggest",
+            "no",
+            "--source",
+            "agent-1",
+        ]);
+        (out.status.code(), out)
+    };
+    assert_eq!(code, Some(0));
+    let v = d.get(&asker);
+    assert_eq!(v["ask"]["question"], "Ship it?");
+    assert_eq!(v["ask"]["suggestions"], json!(["yes", "no"]));
+    assert_eq!(v["ask"]["source"], "agent-1");
+    let ask_id = v["ask"]["id"].as_u64().unwrap();
+    assert_eq!(d.get(&other)["focused"], true, "an ask moves no focus");
+    let e = bus.next();
+    assert_eq!(e["event"]["kind"], "ask", "{e}");
+    assert_eq!(e["event"]["name"], "asked");
+    assert_eq!(e["event"]["source_kind"], "agent");
+    assert_eq!(e["event"]["seq"], ask_id);
+    // The human views show it.
+    let ls = String::from_utf8(d.cli(&["ls"]).stdout).unwrap();
+    assert!(ls.contains("? Ship it?"), "{ls}");
+    let status = String::from_utf8(d.cli(&["status"]).stdout).unwrap();
+    assert!(status.contains("asking: 1"), "{status}");
+    assert_eq!(
+        d.ok("daemon.status", json!({}))["asking"],
+        json!([asker.clone()])
+    );
+
+    // Wrong answers change nothing: a choice past the suggestions (exit 2), a stale id (1).
+    let out = d.cli(&["sessions", "answer", &asker, "--choice", "3"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = d.cli(&[
+        "sessions",
+        "answer",
+        &asker,
+        "--text",
+        "x",
+        "--ask-id",
+        &(ask_id + 100).to_string(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err: Value = serde_json::from_slice(&out.stderr).unwrap();
+    assert_eq!(err["error"]["code"], "not_found");
+    assert!(d.get(&asker)["ask"].is_object());
+
+    // The answer: by number, recorded with the question, and the ask is closed.
+    d.cli_ok(&[
+        "sessions", "answer", &asker, "--choice", "1", "--source", "me",
+    ]);
+    assert!(d.get(&asker).get("ask").is_none());
+    let answered = events(&d, &asker, ask_id);
+    let last = answered.last().unwrap();
+    assert_eq!(last["kind"], "ask");
+    assert_eq!(last["name"], "answered");
+    assert_eq!(last["message"], "yes");
+    assert_eq!(last["source"], "me");
+    assert_eq!(
+        last["payload"],
+        json!({"ask_id": ask_id, "question": "Ship it?", "choice": 1})
+    );
+    let e = bus.next();
+    assert_eq!(e["event"]["name"], "answered", "{e}");
+    // Nothing open any more.
+    let out = d.cli(&["sessions", "answer", &asker, "--text", "again"]);
+    assert_eq!(out.status.code(), Some(1));
+
+    // Bounds, and a restart closes an open ask (it is per run).
+    d.err(
+        "sessions.ask",
+        json!({"session_id": asker, "question": "q", "suggestions": vec!["s"; 9]}),
+        "invalid_request",
+    );
+    d.err(
+        "sessions.ask",
+        json!({"session_id": asker, "question": "  "}),
+        "invalid_request",
+    );
+    d.ok(
+        "sessions.ask",
+        json!({"session_id": asker, "question": "still there?"}),
+    );
+    d.ok(
+        "sessions.restart",
+        json!({"session_id": asker, "command": "sleep 60"}),
+    );
+    assert!(d.get(&asker).get("ask").is_none());
+}

@@ -28,6 +28,8 @@ pub enum AuditKind {
     AgentType,
     /// `lifecycle`: actions maxx records itself (archive, restart).
     Lifecycle,
+    /// `ask`: `sessions ask` (name `asked`) and `sessions answer` (name `answered`).
+    Ask,
 }
 
 impl AuditKind {
@@ -43,6 +45,7 @@ impl AuditKind {
             AuditKind::ResultSchema => "result-schema",
             AuditKind::AgentType => "agent-type",
             AuditKind::Lifecycle => "lifecycle",
+            AuditKind::Ask => "ask",
         }
     }
 }

@@ -123,6 +123,14 @@ pub const RETAINED_RECORDS: usize = 500;
 pub const RETAINED_RECORDS_MAX: usize = 500;
 /// A terminal title (OSC 0/2) is kept to this many chars.
 pub const TERMINAL_TITLE_MAX_CHARS: usize = 1024;
+/// A `sessions.ask` question ≤ 1024 chars.
+pub const ASK_QUESTION_MAX_CHARS: usize = SUMMARY_MAX_CHARS;
+/// At most 8 suggested answers to an ask.
+pub const ASK_SUGGESTIONS_MAX: usize = 8;
+/// Each suggested answer ≤ 128 chars.
+pub const ASK_SUGGESTION_MAX_CHARS: usize = 128;
+/// A `sessions.answer` ≤ 1024 chars (kept in the audit log, not the record).
+pub const ANSWER_MAX_CHARS: usize = SUMMARY_MAX_CHARS;
 /// An archive `reason` ≤ 1024 chars.
 pub const ARCHIVE_REASON_MAX_CHARS: usize = SUMMARY_MAX_CHARS;
 /// At most 256 `restart_exit_codes`, each 0..=255.
@@ -150,6 +158,9 @@ pub const RECORD_MAX_BYTES: usize = JSON_ESCAPED_CHAR_MAX_BYTES
         + SUMMARY_MAX_CHARS
         + RESULT_MAX_BYTES
         + 4 * SOURCE_MAX_CHARS
+        + ASK_QUESTION_MAX_CHARS
+        + ASK_SUGGESTIONS_MAX * ASK_SUGGESTION_MAX_CHARS
+        + SOURCE_MAX_CHARS
         + GROUP_MAX_CHARS
         + AGENT_TYPE_MAX_CHARS)
     + METADATA_MAP_MAX_BYTES

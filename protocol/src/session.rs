@@ -201,6 +201,26 @@ pub struct SessionView {
     /// Who declared `agent_type`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_type_source: Option<String>,
+    /// An agent's open request for a person's attention (`sessions ask`), until it is
+    /// answered (`sessions answer`) or the session restarts. Advisory: it moves nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ask: Option<Ask>,
+}
+
+/// An open ask: what the agent asked, and what it suggested answering.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ask {
+    /// The `seq` of the audit entry that recorded it (`answer --ask-id` names it).
+    pub id: u64,
+    /// The question (≤ [`crate::limits::ASK_QUESTION_MAX_CHARS`]).
+    pub question: String,
+    /// Suggested answers (≤ [`crate::limits::ASK_SUGGESTIONS_MAX`]), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub suggestions: Vec<String>,
+    /// Who asked.
+    pub source: String,
+    /// When.
+    pub asked_at: String,
 }
 
 /// The agent-declared workflow state (`workflow_state`): exactly one of `running`,

@@ -171,3 +171,40 @@ pub struct SetAgentTypeArgs {
     #[arg(long)]
     pub source: Option<String>,
 }
+
+#[derive(Args, Debug)]
+pub struct AskArgs {
+    /// The session: an id, an id prefix (4+ hex digits) or %title; inside a session,
+    /// that session.
+    #[arg(env = "MAXX_SESSION_ID", hide_env_values = true,
+          value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    pub session_id: String,
+    /// What to ask a person (≤ 1024 chars).
+    #[arg(long)]
+    pub question: String,
+    /// A suggested answer (repeat, at most 8, each ≤ 128 chars).
+    #[arg(long = "suggest", value_name = "ANSWER")]
+    pub suggestions: Vec<String>,
+    /// Who asks.
+    #[arg(long)]
+    pub source: Option<String>,
+}
+
+#[derive(Args, Debug)]
+#[command(group(clap::ArgGroup::new("reply").required(true).args(["text", "choice"])))]
+pub struct AnswerArgs {
+    /// The session: an id, an id prefix (4+ hex digits) or %title.
+    pub session_id: String,
+    /// The answer as text (≤ 1024 chars).
+    #[arg(long)]
+    pub text: Option<String>,
+    /// The answer as the number of a suggestion, from 1.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub choice: Option<u32>,
+    /// The ask answered (its id in the record's `ask`); default: the open one.
+    #[arg(long)]
+    pub ask_id: Option<u64>,
+    /// Who answers.
+    #[arg(long)]
+    pub source: Option<String>,
+}

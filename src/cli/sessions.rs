@@ -1,9 +1,10 @@
 //! `maxx sessions`: the verb list, and the flags of the lifecycle, control and wait verbs.
 
 use super::{
-    duration, key_value, wire_enum, DeclareStateArgs, DumpArgs, EmitEventArgs, PasteArgs,
-    RemoveMetadataArgs, ResizeArgs, RunArgs, SendKeysArgs, SetAgentTypeArgs, SetMetadataArgs,
-    SetResultArgs, SetResultSchemaArgs, SetStateArgs, SetSummaryArgs, SnapshotArgs, SourcedIdArgs,
+    duration, key_value, wire_enum, AnswerArgs, AskArgs, DeclareStateArgs, DumpArgs, EmitEventArgs,
+    PasteArgs, RemoveMetadataArgs, ResizeArgs, RunArgs, SendKeysArgs, SetAgentTypeArgs,
+    SetMetadataArgs, SetResultArgs, SetResultSchemaArgs, SetStateArgs, SetSummaryArgs,
+    SnapshotArgs, SourcedIdArgs,
 };
 use clap::{Args, Subcommand};
 use maxx_protocol::request::ActionKind;
@@ -92,6 +93,14 @@ maxx sessions wait ID --until 'BUILD OK' --output-only --timeout 10m"
     ClearResultSchema(SourcedIdArgs),
     /// Declare the agent type, an opaque token.
     SetAgentType(SetAgentTypeArgs),
+    /// Ask a person for attention (advisory: moves no focus); shown by ls, status and top.
+    #[command(
+        after_help = "Example:\n  maxx sessions ask \"$MAXX_SESSION_ID\" --question 'Ship it?' --suggest yes --suggest no"
+    )]
+    Ask(AskArgs),
+    /// Answer a session's open ask (with --text, or --choice N for its N-th suggestion).
+    #[command(after_help = "Example:\n  maxx sessions answer 1a2b3c4d --choice 1")]
+    Answer(AnswerArgs),
     /// Join a group (no --group leaves the current one).
     SetGroup(SetGroupArgs),
     /// Set the parent edge (--parent "" detaches).

@@ -309,6 +309,11 @@ async fn status(ctx: &DaemonContext) -> Result<Value, ErrorBody> {
     )
     .await?;
     let mut by_lifecycle = serde_json::Map::new();
+    let asking: Vec<&str> = sessions
+        .iter()
+        .filter(|s| s.ask.is_some())
+        .map(|s| s.session_id.as_str())
+        .collect();
     for s in &sessions {
         let n = by_lifecycle.entry(s.lifecycle.as_str()).or_insert(json!(0));
         *n = json!(n.as_u64().unwrap_or(0) + 1);
@@ -332,6 +337,7 @@ async fn status(ctx: &DaemonContext) -> Result<Value, ErrorBody> {
         "sessions": sessions.len(),
         "by_lifecycle": by_lifecycle,
         "focused": focused,
+        "asking": asking,
         "bus_cursor": cursor,
         "policy": policy,
         "registry_unreadable": ctx.spawn.stats.registry_unreadable.get(),

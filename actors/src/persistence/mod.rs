@@ -408,6 +408,7 @@ mod tests {
             agent_type: None,
             agent_type_at: None,
             agent_type_source: None,
+            ask: None,
             restart_policy: None,
             next_restart_at: None,
             restart_gave_up: false,
@@ -611,8 +612,15 @@ mod tests {
             result_source: Some(esc(SOURCE_MAX_CHARS)),
             result_schema: Some(schema),
             agent_type: Some("a".repeat(AGENT_TYPE_MAX_CHARS)),
-            agent_type_at: Some(t),
+            agent_type_at: Some(t.clone()),
             agent_type_source: Some(esc(SOURCE_MAX_CHARS)),
+            ask: Some(maxx_protocol::session::Ask {
+                id: u64::MAX,
+                question: esc(ASK_QUESTION_MAX_CHARS),
+                suggestions: vec![esc(ASK_SUGGESTION_MAX_CHARS); ASK_SUGGESTIONS_MAX],
+                source: esc(SOURCE_MAX_CHARS),
+                asked_at: t.clone(),
+            }),
         }
     }
 

@@ -143,6 +143,7 @@ impl SessionState {
             agent_type: None,
             agent_type_at: None,
             agent_type_source: None,
+            ask: None,
             restart_policy: params.restart_policy,
             next_restart_at: None,
             restart_gave_up: false,
@@ -431,6 +432,7 @@ impl SessionState {
         v.result = None;
         v.result_at = None;
         v.result_source = None;
+        v.ask = None;
         v.next_restart_at = None;
         v.restart_gave_up = false;
         let restart_count = v.restart_count;

@@ -8,9 +8,9 @@ use crate::pty::Pty;
 use crate::registry::RegistryMsg;
 use crate::stats::Stats;
 use maxx_protocol::audit::{AuditEntry, AuditKind};
-use maxx_protocol::error::ErrorBody;
-use maxx_protocol::request::Declaration;
-use maxx_protocol::session::SessionView;
+use maxx_protocol::error::{ErrorBody, ErrorCode};
+use maxx_protocol::request::{AnswerReply, Declaration};
+use maxx_protocol::session::{Ask, SessionView};
 use maxx_protocol::stream::StreamEvent;
 use maxx_protocol::time::now_rfc3339;
 use ractor::RpcReplyPort;
@@ -284,6 +284,71 @@ impl SessionState {
                 self.view.agent_type_at = Some(now);
                 self.view.agent_type_source = Some(source.clone());
                 self.record(AuditKind::AgentType, Some(agent_type), None, None, source);
+            }
+            Declaration::Ask {
+                question,
+                suggestions,
+            } => {
+                // A new ask replaces an unanswered one (the log keeps both).
+                let payload = serde_json::json!({ "suggestions": suggestions });
+                let entry = self.record(
+                    AuditKind::Ask,
+                    Some("asked".into()),
+                    Some(question.clone()),
+                    Some(payload),
+                    source.clone(),
+                );
+                self.view.ask = Some(Ask {
+                    id: entry.seq,
+                    question,
+                    suggestions,
+                    source,
+                    asked_at: now,
+                });
+            }
+            Declaration::Answer { ask_id, reply } => {
+                let Some(ask) = self.view.ask.clone() else {
+                    return Err(ErrorBody::new(
+                        ErrorCode::NotFound,
+                        "this session has no open ask to answer",
+                    )
+                    .with_remedy("`maxx ls` marks sessions that ask with ?"));
+                };
+                if ask_id.is_some_and(|id| id != ask.id) {
+                    return Err(ErrorBody::new(
+                        ErrorCode::NotFound,
+                        format!(
+                            "ask {} is no longer open; the open one is {}",
+                            ask_id.unwrap_or_default(),
+                            ask.id
+                        ),
+                    )
+                    .with_remedy("read the session's ask (sessions get) and answer that one"));
+                }
+                let (answer, choice) = match reply {
+                    AnswerReply::Text(text) => (text, None),
+                    AnswerReply::Choice(n) => match ask.suggestions.get(n as usize - 1) {
+                        Some(text) => (text.clone(), Some(n)),
+                        None => {
+                            return Err(ErrorBody::invalid(format!(
+                                "choice {n}: the ask has {} suggestion(s)",
+                                ask.suggestions.len()
+                            )))
+                        }
+                    },
+                };
+                let mut payload = serde_json::json!({ "ask_id": ask.id, "question": ask.question });
+                if let Some(n) = choice {
+                    payload["choice"] = n.into();
+                }
+                self.view.ask = None;
+                self.record(
+                    AuditKind::Ask,
+                    Some("answered".into()),
+                    Some(answer),
+                    Some(payload),
+                    source,
+                );
             }
         }
         self.touch();

@@ -64,6 +64,29 @@ pub enum Declaration {
         /// Opaque token.
         agent_type: String,
     },
+    /// `sessions.ask`: an agent asks a person for attention (advisory: nothing moves).
+    Ask {
+        /// The question.
+        question: String,
+        /// Suggested answers, in order.
+        suggestions: Vec<String>,
+    },
+    /// `sessions.answer`: a person's reply to the open ask.
+    Answer {
+        /// The ask answered (its id, from the record's `ask`); `None` = the open one.
+        ask_id: Option<u64>,
+        /// The reply: text, or the 1-based number of a suggestion.
+        reply: AnswerReply,
+    },
+}
+
+/// What `sessions.answer` replies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AnswerReply {
+    /// Free text.
+    Text(String),
+    /// The n-th suggestion, from 1.
+    Choice(u32),
 }
 
 /// A declaration verb's table entry: `metadata:set` or `state:set`, changes its record,
@@ -94,6 +117,8 @@ impl Family for DeclareParams {
         verb("sessions.set-result-schema", STATE),
         verb("sessions.clear-result-schema", STATE),
         verb("sessions.set-agent-type", STATE),
+        verb("sessions.ask", STATE),
+        verb("sessions.answer", STATE),
         verb("event.emit", STATE),
     ];
 
@@ -134,6 +159,8 @@ impl Declaration {
             Declaration::SetResultSchema { .. } => "sessions.set-result-schema",
             Declaration::ClearResultSchema => "sessions.clear-result-schema",
             Declaration::AgentType { .. } => "sessions.set-agent-type",
+            Declaration::Ask { .. } => "sessions.ask",
+            Declaration::Answer { .. } => "sessions.answer",
         }
     }
 }
@@ -191,9 +218,11 @@ impl DeclareParams {
             "sessions.set-result" => &["result"],
             "sessions.set-result-schema" => &["result_schema"],
             "sessions.set-agent-type" => &["agent_type"],
+            "sessions.ask" => &["question", "suggestions"],
+            "sessions.answer" => &["answer", "choice", "ask_id"],
             _ => &[],
         };
-        let present: [(&str, bool); 12] = [
+        let present: [(&str, bool); 17] = [
             ("state", raw.state.is_some()),
             ("message", raw.message.is_some()),
             ("event", raw.event.is_some()),
@@ -206,6 +235,11 @@ impl DeclareParams {
             ("result", raw.result.is_some()),
             ("result_schema", raw.result_schema.is_some()),
             ("agent_type", raw.agent_type.is_some()),
+            ("question", raw.question.is_some()),
+            ("suggestions", raw.suggestions.is_some()),
+            ("answer", raw.answer.is_some()),
+            ("choice", raw.choice.is_some()),
+            ("ask_id", raw.ask_id.is_some()),
         ];
         if let Some((field, _)) = present.iter().find(|(f, set)| *set && !allowed.contains(f)) {
             return Err(ErrorBody::invalid(format!(
@@ -307,6 +341,51 @@ impl DeclareParams {
                 validate_agent_type(&agent_type)?;
                 Declaration::AgentType { agent_type }
             }
+            "sessions.ask" => {
+                let question = raw.question.ok_or_else(|| missing("question"))?;
+                if question.trim().is_empty() {
+                    return Err(ErrorBody::invalid("question must not be blank"));
+                }
+                check_chars("question", &question, ASK_QUESTION_MAX_CHARS)?;
+                check_no_nul("question", &question)?;
+                let suggestions = raw.suggestions.unwrap_or_default();
+                if suggestions.len() > ASK_SUGGESTIONS_MAX {
+                    return Err(ErrorBody::invalid(format!(
+                        "at most {ASK_SUGGESTIONS_MAX} suggestions, got {}",
+                        suggestions.len()
+                    )));
+                }
+                for s in &suggestions {
+                    check_chars("a suggestion", s, ASK_SUGGESTION_MAX_CHARS)?;
+                    check_no_nul("a suggestion", s)?;
+                }
+                Declaration::Ask {
+                    question,
+                    suggestions,
+                }
+            }
+            "sessions.answer" => {
+                let reply = match (raw.answer, raw.choice) {
+                    (Some(text), None) => {
+                        check_chars("answer", &text, ANSWER_MAX_CHARS)?;
+                        check_no_nul("answer", &text)?;
+                        AnswerReply::Text(text)
+                    }
+                    (None, Some(n)) if n >= 1 => AnswerReply::Choice(n),
+                    (None, Some(_)) => {
+                        return Err(ErrorBody::invalid("choice counts suggestions from 1"))
+                    }
+                    _ => {
+                        return Err(ErrorBody::invalid(
+                            "sessions.answer takes exactly one of answer, choice",
+                        ))
+                    }
+                };
+                Declaration::Answer {
+                    ask_id: raw.ask_id,
+                    reply,
+                }
+            }
             other => {
                 return Err(ErrorBody::new(
                     ErrorCode::UnknownMethod,
@@ -373,5 +452,20 @@ pub(crate) mod wire {
         /// The agent runtime (`[A-Za-z0-9_.:-]{1,64}`).
         #[serde(skip_serializing_if = "Option::is_none")]
         pub agent_type: Option<String>,
+        /// `ask`: the question for a person (≤ 1024 chars).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub question: Option<String>,
+        /// `ask`: suggested answers (≤ 8, each ≤ 128 chars).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub suggestions: Option<Vec<String>>,
+        /// `answer`: the reply as text (≤ 1024 chars).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub answer: Option<String>,
+        /// `answer`: the reply as the number of a suggestion, from 1.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub choice: Option<u32>,
+        /// `answer`: the ask answered (the record's `ask.id`); absent = the open one.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub ask_id: Option<u64>,
     }
 }
