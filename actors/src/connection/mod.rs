@@ -108,8 +108,14 @@ impl Actor for ConnectionActor {
         {
             let stats = ctx.spawn.stats.clone();
             Stats::add(&stats.connections, 1);
-            if let Some(response) = serve(&mut stream, &ctx).await {
-                let _ = write_bounded(&mut stream, &response.to_line()).await;
+            match serve(&mut stream, &ctx).await {
+                Some(Outgoing::Response(response)) => {
+                    let _ = write_bounded(&mut stream, &response.to_line()).await;
+                }
+                Some(Outgoing::Read(answer, id)) => {
+                    let _ = write_read_answer(&mut stream, answer, id).await;
+                }
+                None => {}
             }
             let _ = stream.shutdown().await;
             drop(stream);
@@ -139,6 +145,56 @@ async fn write_bounded<W: AsyncWrite + Unpin>(w: &mut W, bytes: &[u8]) -> std::i
             Err(std::io::ErrorKind::TimedOut.into())
         }
     }
+}
+
+/// What a connection answers with: a response, or a screen read's answer, whose `result`
+/// the session's actor already encoded (it is written as it is, never copied into a
+/// `Value` or a second buffer).
+enum Outgoing {
+    Response(Response),
+    /// The answer and the request's `id`.
+    Read(ReadAnswer, Option<Value>),
+}
+
+impl From<Response> for Outgoing {
+    fn from(response: Response) -> Self {
+        Outgoing::Response(response)
+    }
+}
+
+/// Write a screen read's answer as the response line `{"ok":true,"result":…,"id":…}` (the
+/// bytes serde writes for a [`Response`]), within [`RESPONSE_WRITE_TIMEOUT`]. Its charge
+/// against the budget for answers in flight is given back once the write has ended, however
+/// it ended.
+async fn write_read_answer<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    answer: ReadAnswer,
+    id: Option<Value>,
+) -> std::io::Result<()> {
+    let mut tail = Vec::new();
+    if let Some(id) = &id {
+        tail.extend_from_slice(b",\"id\":");
+        serde_json::to_writer(&mut tail, id)?;
+    }
+    tail.extend_from_slice(b"}\n");
+    let write = async {
+        w.write_all(b"{\"ok\":true,\"result\":").await?;
+        w.write_all(&answer.json).await?;
+        w.write_all(&tail).await
+    };
+    let result = match tokio::time::timeout(RESPONSE_WRITE_TIMEOUT, write).await {
+        Ok(result) => result,
+        Err(_) => {
+            tracing::info!(
+                bytes = answer.json.len(),
+                "client took no answer within {}s; closing",
+                RESPONSE_WRITE_TIMEOUT.as_secs()
+            );
+            Err(std::io::ErrorKind::TimedOut.into())
+        }
+    };
+    drop(answer);
+    result
 }
 
 /// A held long-lived slot; counted in `daemon.stats` `long_lived` until dropped.
@@ -285,11 +341,11 @@ struct Request {
 }
 
 /// Serve one request. `None` when the answer was already streamed.
-async fn serve(stream: &mut UnixStream, ctx: &DaemonContext) -> Option<Response> {
+async fn serve(stream: &mut UnixStream, ctx: &DaemonContext) -> Option<Outgoing> {
     let stats = ctx.spawn.stats.clone();
     let (line, held) = match read_request_line(stream, &stats).await {
         Ok(read) => read,
-        Err(e) => return Some(Response::err(e)),
+        Err(e) => return Some(Response::err(e).into()),
     };
     let decoded = decode_request(&line, ctx);
     // Authenticated or refused: the line no longer counts against the budget, and is not
@@ -304,21 +360,21 @@ async fn serve(stream: &mut UnixStream, ctx: &DaemonContext) -> Option<Response>
         confirm,
     } = match decoded {
         Ok(request) => request,
-        Err(response) => return Some(*response),
+        Err(response) => return Some((*response).into()),
     };
     tracing::debug!(method = call.method(), caller, "request");
     // The policy decides before anything runs — before any session or parent lookup, so a
     // denied caller learns nothing about which ids exist.
     if let Err(e) = authorize(&call, call.capabilities(), claimed.clone(), confirm, ctx).await {
-        return Some(Response::err(e).with_id(id));
+        return Some(Response::err(e).with_id(id).into());
     }
     if let Err(e) = authorize_new_command(&call, claimed, confirm, ctx).await {
-        return Some(Response::err(e).with_id(id));
+        return Some(Response::err(e).with_id(id).into());
     }
     let _slot = if call.is_long_lived() {
         match long_lived_slot(ctx, call.method()) {
             Ok(slot) => Some(slot),
-            Err(e) => return Some(Response::err(e).with_id(id)),
+            Err(e) => return Some(Response::err(e).with_id(id).into()),
         }
     } else {
         None
@@ -342,6 +398,10 @@ async fn serve(stream: &mut UnixStream, ctx: &DaemonContext) -> Option<Response>
             }
         }
         Call::Screen(ScreenCall::Run(p)) => run(p, ctx).await,
+        Call::Screen(ScreenCall::Read(p)) => match read_screen(p, &caller, ctx).await {
+            Ok(answer) => return Some(Outgoing::Read(answer, id)),
+            Err(e) => Err(e),
+        },
         other => route(other, &caller, ctx).await,
     };
     Some(
@@ -349,7 +409,8 @@ async fn serve(stream: &mut UnixStream, ctx: &DaemonContext) -> Option<Response>
             Ok(value) => Response::ok(value),
             Err(e) => Response::err(e),
         }
-        .with_id(id),
+        .with_id(id)
+        .into(),
     )
 }
 
