@@ -295,7 +295,7 @@ pub struct ReadParams {
     pub tail: Option<usize>,
     /// `start_row` (snapshot, dump): skip this many rows of the window (history rows
     /// oldest first, then the viewport's) — the `next_row` of an answer cut at
-    /// [`SCREEN_ANSWER_MAX_BYTES`](crate::limits::SCREEN_ANSWER_MAX_BYTES).
+    /// [`SCREEN_ANSWER_MAX_BYTES`].
     pub start_row: usize,
 }
 
@@ -326,7 +326,7 @@ pub(crate) fn check_size(cols: u16, rows: u16) -> Result<(), ErrorBody> {
 }
 
 /// A session's screen: `cols x (rows + scrollback_lines)` cells at most
-/// [`GRID_MAX_CELLS`](crate::limits::GRID_MAX_CELLS), checked at create and resize.
+/// [`GRID_MAX_CELLS`], checked at create and resize.
 pub fn check_grid(cols: u16, rows: u16, scrollback_lines: usize) -> Result<(), ErrorBody> {
     use crate::limits::GRID_MAX_CELLS;
     let cells = cols as u64 * (rows as u64 + scrollback_lines as u64);
