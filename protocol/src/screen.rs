@@ -128,7 +128,8 @@ pub struct ScreenState {
     /// Soft-wrapped rows (absent with `unwrap`, where they are already joined).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub soft_wrap: Option<SoftWrap>,
-    /// Whether the requested window reaches past what is retained.
+    /// Whether the answer lacks rows of the requested window: they are past what is retained
+    /// (`history_limit`), or past what one answer may hold (`size_limit`, with `next_row`).
     pub truncated: bool,
     /// Why, when truncated: `"history_limit"` (rows asked for were dropped by the
     /// scrollback limit) or `"size_limit"` (the answer reached
