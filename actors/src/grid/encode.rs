@@ -134,7 +134,7 @@ impl Grid {
 
     /// [`Grid::styled_cells`] as JSON, each cell followed by a comma, straight into `out`
     /// (the bytes serde writes for a [`StyledCell`], without building one: a snapshot
-    /// encodes up to ~88,000 of them twice). Returns how many cells were written.
+    /// encodes up to ~84,000 of them twice). Returns how many cells were written.
     pub fn styled_cells_json(&self, line: i32, row_index: u32, out: &mut Vec<u8>) -> usize {
         use std::io::Write;
         let row = &self.term.grid()[Line(line)];
