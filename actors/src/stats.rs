@@ -92,10 +92,23 @@ pub struct Stats {
     /// The audit logs' bounds.
     pub audit_limits: crate::audit_log::AuditLimits,
     /// Bytes the answers of screen reads in flight hold, from their encoding until their
-    /// write ends (at most `SCREEN_READ_TOTAL_MAX_BYTES`; see [`ReadCharge`]).
+    /// write ends (at most `screen_read_limit`; see [`ReadCharge`]).
     pub screen_read_bytes: AtomicI64,
     /// Screen reads refused `busy` since start because their answer did not fit that budget.
     pub screen_reads_refused: AtomicI64,
+    /// The bound on `screen_read_bytes` (`maxx daemon --screen-read-bytes`).
+    pub screen_read_limit: ScreenReadLimit,
+}
+
+/// The bytes the answers of all screen reads in flight may hold together:
+/// `SCREEN_READ_TOTAL_MAX_BYTES` unless `maxx daemon --screen-read-bytes` says otherwise.
+#[derive(Debug, Clone, Copy)]
+pub struct ScreenReadLimit(pub usize);
+
+impl Default for ScreenReadLimit {
+    fn default() -> Self {
+        ScreenReadLimit(SCREEN_READ_TOTAL_MAX_BYTES)
+    }
 }
 
 /// A point-in-time copy, as `daemon.stats` reports it.
@@ -147,7 +160,7 @@ pub struct StatsSnapshot {
     pub slow_consumers_dropped: i64,
     /// Bytes the answers of screen reads in flight hold right now.
     pub screen_read_bytes: i64,
-    /// The bound on them (`SCREEN_READ_TOTAL_MAX_BYTES`).
+    /// The bound on them (`SCREEN_READ_TOTAL_MAX_BYTES`, or `--screen-read-bytes`).
     pub screen_read_max_bytes: usize,
     /// Screen reads refused `busy` since start because that bound was reached.
     pub screen_reads_refused: i64,
@@ -181,7 +194,7 @@ impl Stats {
             stream_queued_bytes: self.stream_queued_bytes.load(Ordering::Relaxed),
             slow_consumers_dropped: self.slow_consumers_dropped.load(Ordering::Relaxed),
             screen_read_bytes: self.screen_read_bytes.load(Ordering::Relaxed),
-            screen_read_max_bytes: SCREEN_READ_TOTAL_MAX_BYTES,
+            screen_read_max_bytes: self.screen_read_limit.0,
             screen_reads_refused: self.screen_reads_refused.load(Ordering::Relaxed),
         }
     }
@@ -193,7 +206,7 @@ impl Stats {
 }
 
 /// What one screen read's answer holds of the daemon-wide budget for answers in flight
-/// (`SCREEN_READ_TOTAL_MAX_BYTES`), taken before the answer is written into its buffer and
+/// ([`ScreenReadLimit`]), taken before the answer is written into its buffer and
 /// given back when it is dropped: after its bytes were written to the client (or the write
 /// failed or timed out).
 #[derive(Debug)]
@@ -207,8 +220,9 @@ impl ReadCharge {
     /// answers in flight would then hold more than the budget. `method` names the read.
     pub fn take(stats: &Arc<Stats>, bytes: usize, method: &str) -> Result<ReadCharge, ErrorBody> {
         let n = bytes as i64;
+        let limit = stats.screen_read_limit.0;
         let before = stats.screen_read_bytes.fetch_add(n, Ordering::Relaxed);
-        if before + n > SCREEN_READ_TOTAL_MAX_BYTES as i64 {
+        if before + n > limit as i64 {
             stats.screen_read_bytes.fetch_sub(n, Ordering::Relaxed);
             Stats::add(&stats.screen_reads_refused, 1);
             return Err(ErrorBody::new(
@@ -218,7 +232,7 @@ impl ReadCharge {
                      flight already hold {:.1} of the {} MiB the daemon allows them",
                     n as f64 / 1048576.0,
                     before as f64 / 1048576.0,
-                    SCREEN_READ_TOTAL_MAX_BYTES >> 20
+                    limit >> 20
                 ),
             )
             .with_remedy(
