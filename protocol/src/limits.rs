@@ -187,11 +187,12 @@ pub const GRID_MAX_CELLS: u64 = 16 * 1024 * 1024;
 /// `sessions.inspect`) may take, as the JSON line's `result`. Past it the answer holds the
 /// window's first rows that fit, whole, with `truncated_reason: "size_limit"` and `next_row`
 /// (pass it as `start_row` for the rest). A quarter of the CLI's [`RESPONSE_LINE_MAX_BYTES`];
-/// holds any screen's text (1000x1000 chars of up to 4 bytes) and ~84,000 styled cells (~200 bytes of JSON each).
+/// holds any screen's text (1000x1000 chars of up to 4 bytes) and ~84,000 styled cells
+/// (~200 bytes of JSON each).
 pub const SCREEN_ANSWER_MAX_BYTES: usize = 16 * 1024 * 1024;
 /// Bytes the answers of all screen reads in flight may hold together, from their encoding
 /// until their write ends; a read whose answer would pass it is refused `busy`. Four
-/// answers at the cap.
+/// answers at the cap (`maxx daemon --screen-read-bytes` sets another).
 pub const SCREEN_READ_TOTAL_MAX_BYTES: usize = 4 * SCREEN_ANSWER_MAX_BYTES;
 /// Largest `wait --until`/`--regex` pattern.
 pub const PATTERN_MAX_BYTES: usize = 4096;
