@@ -222,6 +222,24 @@ fn a_huge_coloured_screen_is_read_in_bounded_pages() {
     assert_eq!(listed, 999 * 1000, "in {pages} pages");
     eprintln!("figures: {pages} pages of at most {ANSWER_MAX} bytes");
 
+    // The CLI reads a cut answer (it is under its own 64 MiB cap) and pages with
+    // --start-row.
+    let out = d.cli_ok(&["--as", READER, "sessions", "snapshot", &id, "--cells"]);
+    assert_eq!(out["result"]["truncated_reason"], "size_limit");
+    let last = d.cli_ok(&[
+        "--as",
+        READER,
+        "sessions",
+        "snapshot",
+        &id,
+        "--cells",
+        "--start-row",
+        &start.to_string(),
+    ]);
+    let last = &last["result"];
+    assert_eq!(last["lines"].as_array().unwrap().len() as u64, 1000 - start);
+    assert!(last.get("next_row").is_none(), "{}", last["truncated"]);
+
     // An attach's repaint is a screen read too: charged while it is written, returned once
     // the attached client has taken it (while it stays attached).
     let mut attach = UnixStream::connect(d.socket()).unwrap();
