@@ -95,6 +95,15 @@ pub fn send_request(
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             return Err(no_daemon(target, "the control dir does not exist"))
         }
+        // Not "no daemon": a caller that starts one on no_daemon must not try this dir.
+        Err(e) if maxx_actors::control_dir::unsafe_control_dir(&e).is_some() => {
+            return Err(ClientError::Failed(
+                ErrorBody::new(ErrorCode::UnsafeControlDir, e.to_string()).with_remedy(
+                    "fix it as the message says (maxx never repairs a control dir), or point \
+                     MAXX_CONTROL_DIR at a fresh path",
+                ),
+            ))
+        }
         Err(e) => return Err(no_daemon(target, &e.to_string())),
     };
     let mut stream = match UnixStream::connect(target.socket_path()) {
@@ -183,12 +192,17 @@ pub fn request(
         }
         Err(e) => return Err(failed("reading from", e)),
     }
+    parse_response(&buf)
+}
+
+/// The one response line of a request (empty: the daemon closed without answering).
+pub fn parse_response(buf: &[u8]) -> Result<Response, ClientError> {
     if buf.is_empty() {
         return Err(ClientError::Failed(ErrorBody::internal(
             "the daemon closed the connection without answering",
         )));
     }
-    serde_json::from_slice(&buf).map_err(|e| {
+    serde_json::from_slice(buf).map_err(|e| {
         ClientError::Failed(ErrorBody::internal(format!(
             "unreadable response from the daemon: {e}"
         )))

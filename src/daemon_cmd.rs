@@ -48,7 +48,13 @@ fn init_logging(level: &str, target: LogTarget) {
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
     match target {
         LogTarget::Stderr => {
-            let _ = builder.with_writer(std::io::stderr).try_init();
+            // Colour only for a person: stderr a terminal and NO_COLOR unset.
+            use std::io::IsTerminal;
+            let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+            let _ = builder
+                .with_ansi(ansi)
+                .with_writer(std::io::stderr)
+                .try_init();
         }
         LogTarget::File(file) => {
             let _ = builder

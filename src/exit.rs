@@ -8,9 +8,11 @@ use serde_json::Value;
 
 /// Success, or a wait's condition matched.
 pub const OK: i32 = 0;
-/// The daemon refused a well-formed request (`ok:false`), or a wait ended unmatched.
+/// The daemon refused a well-formed request (`ok:false`: not found, unauthorized, already
+/// ended...), or a wait ended unmatched.
 pub const FAILED: i32 = 1;
-/// The caller's input is wrong; when the CLI noticed, nothing was sent.
+/// The caller's input is wrong (`invalid_request`, `unknown_method`, `ambiguous`, or the CLI's
+/// own usage errors); nothing was done.
 pub const USAGE: i32 = 2;
 /// No daemon could be reached.
 pub const NO_DAEMON: i32 = 3;
@@ -23,6 +25,14 @@ pub const RUN_GAVE_UP: i32 = 125;
 pub fn refused(method: &str, error: &ErrorBody) -> i32 {
     if method == "sessions.run" && error.code == ErrorCode::Timeout {
         return RUN_GAVE_UP;
+    }
+    // One rule: what the caller typed is wrong (a bad value or id, a selector naming
+    // several sessions, no such method) → 2; the daemon refusing a well-formed request → 1.
+    if matches!(
+        error.code,
+        ErrorCode::InvalidRequest | ErrorCode::UnknownMethod | ErrorCode::Ambiguous
+    ) {
+        return USAGE;
     }
     FAILED
 }

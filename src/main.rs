@@ -9,6 +9,7 @@
 //! - [`human`]: `maxx ls`, `maxx status`, `maxx attach`; [`views`] renders the tables.
 //! - [`top`]: the live dashboard; [`attach`]: the terminal side of `maxx attach`.
 //! - [`daemon_cmd`]: `maxx daemon [--detach]`.
+//! - [`mcp`]: `maxx mcp`, the MCP server on stdio (tools in `mcp/tools.rs`).
 //!
 //! A noun-verb runs as: [`cli`] parses, [`request`] builds, [`main`]'s `dispatch` sends
 //! (starting a daemon first for `sessions create`), [`report`] prints and picks the exit code.
@@ -31,12 +32,12 @@ mod client;
 mod daemon_cmd;
 mod exit;
 mod human;
+mod mcp;
 mod report;
 mod request;
 mod top;
 mod views;
 
-use clap::Parser;
 use cli::*;
 use client::{ClientError, Target};
 use maxx_protocol::Response;
@@ -48,7 +49,7 @@ fn main() {
     if args.get(1).is_some_and(|a| a == "+control") {
         args.remove(1);
     }
-    let cli = match Cli::try_parse_from(args) {
+    let cli = match cli::parse(args) {
         Ok(cli) => cli,
         Err(e) => std::process::exit(report::clap_error(e)),
     };
@@ -70,8 +71,23 @@ fn run(cli: Cli) -> i32 {
                 return report::policy_validation(&a.config, outcome);
             }
         },
+        Command::Completions(a) => return generated(Generated::Completions(a.shell)),
+        Command::Man => return generated(Generated::Man),
         Command::Ls(a) => return human::ls(&target, &cli.caller, a),
-        Command::Top => return top::run(&target, &cli.caller),
+        Command::Top(a) if a.json => {
+            let ls = LsArgs {
+                wide: false,
+                json: true,
+                group: None,
+            };
+            return human::ls(&target, &cli.caller, ls);
+        }
+        Command::Top(_) => return top::run(&target, &cli.caller),
+        Command::Attach(a) if a.json => return report::usage_error(
+            "attach joins this terminal to a session; it has no JSON output",
+            "read a session as JSON with `maxx sessions snapshot ID` or `maxx sessions watch ID`",
+        ),
+        Command::Mcp(a) => return mcp::command(&target, &cli.caller, cli.confirm, a),
         Command::Status(a) => return human::status(&target, &cli.caller, a),
         Command::Attach(a) => return human::attach(&target, &cli.caller, cli.confirm, a),
         Command::Profiles(_) => Ok(request::profiles_list()),
@@ -104,6 +120,29 @@ fn dispatch(target: &Target, caller: &Option<String>, confirm: bool, built: Buil
     let method = req.method;
     let response = send(target, req, caller, confirm);
     report::response(method, response)
+}
+
+/// What `maxx completions` and `maxx man` print, generated from the clap definition.
+enum Generated {
+    Completions(clap_complete::Shell),
+    Man,
+}
+
+fn generated(what: Generated) -> i32 {
+    use std::io::Write;
+    let mut cmd = cli::command();
+    // Built in memory, then written: a reader that stops early (`| head`) is not an error.
+    let mut text = Vec::new();
+    match what {
+        Generated::Completions(shell) => {
+            clap_complete::generate(shell, &mut cmd, "maxx", &mut text)
+        }
+        Generated::Man => clap_mangen::Man::new(cmd)
+            .render(&mut text)
+            .expect("rendering into memory cannot fail"),
+    }
+    let _ = std::io::stdout().lock().write_all(&text);
+    exit::OK
 }
 
 /// One request; a session-creating one starts a daemon first when none answers.

@@ -10,6 +10,11 @@ use serde_json::{json, Value};
 use std::path::Path;
 
 pub fn print_error(error: &ErrorBody) {
+    // Every error carries a remedy: the site's own, else its code's.
+    let mut error = error.clone();
+    if error.remedy.is_none() {
+        error.remedy = Some(error.code.default_remedy().to_string());
+    }
     eprintln!(
         "{}",
         views::json_text(&json!({ "ok": false, "error": error }))
@@ -26,14 +31,14 @@ pub fn usage_error(message: impl Into<String>, remedy: impl Into<String>) -> i32
 /// one JSON error object on stderr, exit 2.
 pub fn clap_error(e: clap::Error) -> i32 {
     use clap::error::ErrorKind;
-    if matches!(
-        e.kind(),
-        ErrorKind::DisplayHelp
-            | ErrorKind::DisplayVersion
-            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
-    ) {
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
         let _ = e.print();
         return e.exit_code();
+    }
+    // Bare `maxx` (or a noun without its verb) asks for help: it goes to stdout, exit 0.
+    if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        print!("{}", e.render());
+        return exit::OK;
     }
     let rendered = e.render().to_string();
     let lines: Vec<&str> = rendered

@@ -22,7 +22,7 @@ pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// What a wait or a run is given on top of its own budget before the CLI stops listening:
 /// the daemon answers `timeout` itself, and that answer must arrive.
-const WAIT_SLACK: Duration = Duration::from_secs(15);
+pub const WAIT_SLACK: Duration = Duration::from_secs(15);
 
 /// One request, ready to send.
 #[derive(Debug)]
@@ -191,7 +191,7 @@ pub fn sessions_create(a: CreateArgs) -> Built {
     Ok(Request::new("sessions.create", p))
 }
 
-pub fn sessions_get(a: IdArg) -> Request {
+pub fn sessions_get(a: SelfIdArg) -> Request {
     Request::new("sessions.get", session(a.session_id))
 }
 
@@ -357,7 +357,7 @@ pub fn sessions_dump(a: DumpArgs) -> Request {
     Request::new("sessions.dump", p)
 }
 
-pub fn sessions_inspect(a: IdArg) -> Request {
+pub fn sessions_inspect(a: SelfIdArg) -> Request {
     Request::new("sessions.inspect", session(a.session_id))
 }
 
@@ -722,8 +722,10 @@ mod tests {
         ];
         for args in commands {
             let req = build(args);
-            let call = Call::decode(req.method, Some(req.params.clone()))
+            let (call, ignored) = Call::decode_reporting(req.method, Some(req.params.clone()))
                 .unwrap_or_else(|e| panic!("{args}: {} refused {}: {e:?}", req.method, req.params));
+            // Every param the CLI sends is one the daemon reads: nothing is ignored.
+            assert!(ignored.is_empty(), "{args}: the daemon ignores {ignored:?}");
             // `event.emit` is decoded as the `sessions.emit-event` it is.
             let expect = match req.method {
                 "event.emit" => "sessions.emit-event",

@@ -7,7 +7,7 @@
 //! a archive · r restart · q quit. Interrupt, archive and restart ask for a `y` first,
 //! naming the target and the consequence.
 
-use crate::cli::{ActionArgs, ArchiveArgs, IdArg, ListArgs, RestartArgs, StreamWatchArgs};
+use crate::cli::{ActionArgs, ArchiveArgs, ListArgs, RestartArgs, SelfIdArg, StreamWatchArgs};
 use crate::client::{self, Target};
 use crate::exit;
 use crate::request::{self, Request};
@@ -448,7 +448,7 @@ pub fn run(target: &Target, caller: &Option<String>) -> i32 {
             if let Ok(r) = request(
                 target,
                 caller,
-                request::sessions_get(IdArg { session_id: id }),
+                request::sessions_get(SelfIdArg { session_id: id }),
             ) {
                 app.upsert(r["session"].clone());
             }

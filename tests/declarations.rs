@@ -482,7 +482,8 @@ fn result_schema_is_a_contract_on_declared_results() {
     );
     for bad in ["looks good", r#"{"confidence":0.9}"#, r#"{"verdict":1}"#] {
         let out = d.cli(&["sessions", "set-result", &id, "--result", bad]);
-        assert_eq!(out.status.code(), Some(1));
+        // What the caller typed is wrong: a usage error (exit 2), with the daemon's code.
+        assert_eq!(out.status.code(), Some(2));
         let err: Value = serde_json::from_slice(&out.stderr).unwrap();
         assert_eq!(err["error"]["code"], "invalid_request");
         assert_eq!(
@@ -504,7 +505,11 @@ fn result_schema_is_a_contract_on_declared_results() {
         "--result-schema",
         r#"{"type":"text"}"#,
     ]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "the daemon's invalid_request: a usage error"
+    );
     let out = d.cli(&[
         "sessions",
         "set-result-schema",

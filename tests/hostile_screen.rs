@@ -395,3 +395,35 @@ fn grid_size_is_bounded_at_create_and_resize() {
         json!({"session_id": id, "cols": 500, "rows": 500}),
     );
 }
+
+/// A screen read's answer is written as the session's actor encoded it, inside the same
+/// envelope every response has: the request's `id` echoed, unknown params warned about.
+#[test]
+fn a_read_answer_keeps_the_envelope() {
+    let d = Daemon::start();
+    let id = sid(&d.create(json!({"command": "printf 'hello'; exec sleep 60"})));
+    let r = d.ok_as(
+        READER,
+        "sessions.wait",
+        json!({"session_id": id, "until": "hello", "timeout": 10}),
+    );
+    assert_eq!(r["outcome"], "matched", "{r}");
+    for method in ["sessions.snapshot", "sessions.dump", "sessions.inspect"] {
+        let req = json!({"token": d.token(), "method": method, "caller": READER, "id": 7,
+                         "params": {"session_id": id, "bogus": 1}});
+        let mut line = serde_json::to_vec(&req).unwrap();
+        line.push(b'\n');
+        let answer = d.raw(&line);
+        assert_eq!(answer["ok"], true, "{answer}");
+        assert_eq!(answer["id"], 7, "{answer}");
+        assert_eq!(answer["warnings"][0]["code"], "unknown_param", "{answer}");
+        assert_eq!(answer["warnings"][0]["param"], "bogus", "{answer}");
+        let keys: Vec<&str> = answer
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(keys, ["ok", "result", "id", "warnings"], "{answer}");
+    }
+}

@@ -3,6 +3,7 @@
 
 mod common;
 mod declarations;
+mod exit_codes;
 mod hostile_audit;
 mod hostile_daemon;
 mod hostile_gates;
@@ -11,11 +12,14 @@ mod hostile_screen;
 mod hostile_streams;
 mod hostile_waits;
 mod human;
+mod install;
 mod keys;
 mod lifecycle;
+mod mcp;
 mod policy;
 mod reliability;
 mod screen;
+mod selectors;
 mod spine;
 mod stream;
 mod supervision;

@@ -322,7 +322,11 @@ fn diagnostics_check_sources_and_validate() {
     // Nothing was created or changed by diagnostics.
     assert_eq!(d.count(), 0);
     let out = d.cli(&["policy", "check", "--capability", "tabs:teleport"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "an unknown capability is a usage error"
+    );
     // validate works offline, with no daemon.
     let run = |f: &std::path::Path| {
         std::process::Command::new(maxx_bin())

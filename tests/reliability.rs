@@ -529,7 +529,7 @@ fn secrets_never_reach_logs_files_or_responses() {
         .unwrap()
         .to_string();
     let bad = run(&["sessions", "create", "--env", "BAD-KEY=sk-very-secret-2"]);
-    assert_eq!(bad.status.code(), Some(1));
+    assert_eq!(bad.status.code(), Some(2), "a bad env key is a usage error");
     let from_profile = run(&["sessions", "create", "--profile", "agent"]);
     assert_eq!(from_profile.status.code(), Some(0), "{from_profile:?}");
     let listed = run(&["profiles", "list"]);

@@ -187,7 +187,6 @@ fn every_seed_limit_is_rejected_and_nothing_is_created() {
         json!({"cwd": "relative/path"}),
         json!({"cwd": d.path("missing").display().to_string()}),
         json!({"title": 5}),
-        json!({"no_such_param": true}),
     ];
     for params in cases {
         d.err("sessions.create", params, "invalid_request");
@@ -234,6 +233,62 @@ fn bad_requests_get_typed_errors_and_the_daemon_keeps_serving() {
     assert_eq!(half["id"], 7);
     assert!(d.alive());
     assert_eq!(d.count(), 0);
+}
+
+/// A param this daemon does not know is ignored, never refused (a newer client works
+/// against an older daemon), and never silently: the answer names it in `warnings`.
+#[test]
+fn unknown_params_are_ignored_and_reported_as_warnings() {
+    let d = Daemon::start();
+    let r = d.call(
+        "sessions.create",
+        json!({"command": "sleep 60", "title": "t", "titel": "typo", "future": {"x": 1}}),
+    );
+    assert_eq!(r["ok"], true, "{r}");
+    assert_eq!(r["result"]["session"]["title"], "t");
+    let params: Vec<&str> = r["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| {
+            assert_eq!(w["code"], "unknown_param");
+            assert!(w["message"].is_string());
+            w["param"].as_str().unwrap()
+        })
+        .collect();
+    assert_eq!(params, ["future", "titel"]);
+    let id = r["result"]["session"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // A well-formed request carries no warnings at all.
+    let r = d.call("sessions.get", json!({"session_id": id}));
+    assert!(r.get("warnings").is_none(), "{r}");
+    // Nested, and on a wait's answer.
+    let r = d.call(
+        "sessions.list",
+        json!({"metadata_filter": [{"key": "k", "valu": "v"}]}),
+    );
+    assert_eq!(r["warnings"][0]["param"], "metadata_filter.0.valu", "{r}");
+    let r = d.call(
+        "sessions.wait",
+        json!({"session_id": id, "lifecycle": "running", "timout": 5}),
+    );
+    assert_eq!(r["result"]["outcome"], "matched", "{r}");
+    assert_eq!(r["warnings"][0]["param"], "timout", "{r}");
+    // A stream names them on its first line: a mistyped filter must not go unseen.
+    let mut lines = d.open_stream("stream.watch", json!({"grup": "g", "timeout": 1}));
+    let hello = lines.next();
+    assert_eq!(hello["type"], "hello", "{hello}");
+    assert_eq!(hello["warnings"][0]["param"], "grup", "{hello}");
+    // A bad value is still refused, unknown params or not; nothing is created.
+    let before = d.count();
+    d.err(
+        "sessions.create",
+        json!({"cols": "wide", "zzz": 1}),
+        "invalid_request",
+    );
+    assert_eq!(d.count(), before);
 }
 
 #[test]

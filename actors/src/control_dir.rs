@@ -44,6 +44,36 @@ impl std::fmt::Display for UnsafeFile {
 
 impl std::error::Error for UnsafeFile {}
 
+/// Why the control dir was refused: a symlink, not a directory, another owner, or open to
+/// others. Carried inside an [`io::Error`] (kind `PermissionDenied`); find it with
+/// [`unsafe_control_dir`]. The dir is never repaired: the remedy is the person's.
+#[derive(Debug)]
+pub struct UnsafeControlDir {
+    /// The directory refused.
+    pub path: PathBuf,
+    /// What is wrong with it, with what to do.
+    pub why: String,
+}
+
+impl std::fmt::Display for UnsafeControlDir {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "refusing control dir {}: {}",
+            self.path.display(),
+            self.why
+        )
+    }
+}
+
+impl std::error::Error for UnsafeControlDir {}
+
+/// The [`UnsafeControlDir`] an error carries, if it is one.
+pub fn unsafe_control_dir(e: &io::Error) -> Option<&UnsafeControlDir> {
+    e.get_ref()
+        .and_then(|inner| inner.downcast_ref::<UnsafeControlDir>())
+}
+
 /// The [`UnsafeFile`] an error carries, if it is one.
 pub fn unsafe_file(e: &io::Error) -> Option<&UnsafeFile> {
     e.get_ref()
@@ -239,7 +269,10 @@ impl ControlDir {
         let refuse = |why: String| {
             io::Error::new(
                 io::ErrorKind::PermissionDenied,
-                format!("refusing control dir {}: {why}", path.display()),
+                UnsafeControlDir {
+                    path: path.to_path_buf(),
+                    why,
+                },
             )
         };
         let meta = fs::symlink_metadata(path)

@@ -41,6 +41,8 @@ pub enum DaemonError {
     AlreadyRunning(PathBuf, Option<u32>),
     /// A file the daemon must use there is a symlink, FIFO or other non-regular file.
     UnsafeFile(String),
+    /// The control dir itself is unsafe (symlink, not a dir, another owner, open mode).
+    UnsafeControlDir(String),
     /// The control dir or socket could not be used.
     Io(io::Error),
     /// A core actor failed.
@@ -57,7 +59,7 @@ impl std::fmt::Display for DaemonError {
                     None => Ok(()),
                 }
             }
-            DaemonError::UnsafeFile(why) => f.write_str(why),
+            DaemonError::UnsafeFile(why) | DaemonError::UnsafeControlDir(why) => f.write_str(why),
             DaemonError::Io(e) => write!(f, "{e}"),
             DaemonError::Failed(why) => write!(f, "daemon failed: {why}"),
         }
@@ -68,6 +70,9 @@ impl std::error::Error for DaemonError {}
 
 impl From<io::Error> for DaemonError {
     fn from(e: io::Error) -> Self {
+        if let Some(u) = crate::control_dir::unsafe_control_dir(&e) {
+            return DaemonError::UnsafeControlDir(u.to_string());
+        }
         match crate::control_dir::unsafe_file(&e) {
             Some(u) => DaemonError::UnsafeFile(u.to_string()),
             None => DaemonError::Io(e),
@@ -91,6 +96,12 @@ impl DaemonError {
                 .with_remedy(
                     "remove it (the daemon creates a fresh regular file) or replace it with a regular file you own",
                 ),
+            DaemonError::UnsafeControlDir(_) => {
+                ErrorBody::new(ErrorCode::UnsafeControlDir, self.to_string()).with_remedy(
+                    "fix it as the message says (maxx never repairs a control dir), or point \
+                     MAXX_CONTROL_DIR at a fresh path",
+                )
+            }
             DaemonError::Io(_) | DaemonError::Failed(_) => ErrorBody::internal(self.to_string())
                 .with_remedy("see the daemon's log (stderr, or daemon.log in the control dir when detached)"),
         }

@@ -20,8 +20,9 @@
 //! │                                                        terminal queries answered by
 //! │                                                        answers.rs)
 //! └── Listener                        listener.rs          control.sock accept loop
-//!     └── ConnectionActor (one/conn)  connection.rs        read -> authenticate -> decode ->
-//!                                                          authorize -> route -> reply
+//!     └── ConnectionActor (one/conn)  connection/          read -> authenticate -> decode ->
+//!                                                          authorize (mod.rs) -> route
+//!                                                          (route.rs; streams.rs) -> reply
 //! ```
 //!
 //! A request travels: socket → `Listener` → `ConnectionActor` (the JSON edge: bounded
@@ -32,7 +33,8 @@
 //! record change to the registry and the journal before they answer, so reads see the
 //! caller's own writes and an acknowledged change survives a crash.
 //!
-//! Entry point: [`daemon::run`]. Control dir checks: [`control_dir`]. A session's audit log,
+//! Where each method is decoded, authorized and applied, and how to add one:
+//! `docs/architecture.md`. Entry point: [`daemon::run`]. Control dir checks: [`control_dir`]. A session's audit log,
 //! kept encoded and shared with the durable copy: [`audit_log`]. Handing freed memory back
 //! after a burst: [`memory`].
 

@@ -15,8 +15,9 @@ use crate::persistence::PersistMsg;
 use crate::retention::{self, last_activity};
 use crate::session::{Dormant, SessionMsg, SessionStart, StartSession};
 use crate::stats::Stats;
-use maxx_protocol::error::ErrorBody;
+use maxx_protocol::error::{ErrorBody, ErrorCode};
 use maxx_protocol::request::ListParams;
+use maxx_protocol::selector::{Selector, AMBIGUOUS_LISTED_MAX};
 use maxx_protocol::session::{Lifecycle, Outcome, SessionView, WorkflowState};
 use maxx_protocol::stream::{AllCondition, StreamEvent};
 use maxx_protocol::time::now_rfc3339;
@@ -96,6 +97,9 @@ pub enum RegistryMsg {
     Resolve(String, RpcReplyPort<Option<Resolved>>),
     /// The lifecycle of a session, if it exists (wakes nothing).
     Lifecycle(String, RpcReplyPort<Option<Lifecycle>>),
+    /// The one session a selector (an id prefix or `%title`) names: `not_found` for none,
+    /// `ambiguous` (listing candidates) for several. Wakes nothing.
+    Select(Selector, RpcReplyPort<Result<String, ErrorBody>>),
     /// The actor owning a surface.
     ResolveSurface(String, RpcReplyPort<Option<ActorRef<SessionMsg>>>),
 }
@@ -345,6 +349,54 @@ impl RegistryState {
             }
         }
         self.focused = Some(id);
+    }
+
+    /// The one session `selector` names, in creation order among candidates.
+    fn select(&self, selector: &Selector) -> Result<String, ErrorBody> {
+        let shown = selector.to_wire();
+        let mut found = self.order.values().filter_map(|id| {
+            let view: &SessionView = &self.sessions.get(id)?.view;
+            selector.matches(id, view.title.as_deref()).then_some(view)
+        });
+        let Some(first) = found.next() else {
+            return Err(ErrorBody::new(
+                ErrorCode::NotFound,
+                format!("no session matches {shown:?}"),
+            )
+            .with_remedy("`maxx ls` shows each session's id prefix and title"));
+        };
+        let rest: Vec<&SessionView> = found.collect();
+        if rest.is_empty() {
+            return Ok(first.session_id.clone());
+        }
+        let count = rest.len() + 1;
+        let listed: Vec<String> = std::iter::once(first)
+            .chain(rest)
+            .take(AMBIGUOUS_LISTED_MAX)
+            .map(|v| {
+                format!(
+                    "{} ({}, {})",
+                    v.session_id,
+                    v.title
+                        .as_deref()
+                        .map_or("untitled".into(), |t| format!("{t:?}")),
+                    v.lifecycle.as_str()
+                )
+            })
+            .collect();
+        let more = if count > AMBIGUOUS_LISTED_MAX {
+            format!(" and {} more", count - AMBIGUOUS_LISTED_MAX)
+        } else {
+            String::new()
+        };
+        Err(ErrorBody::new(
+            ErrorCode::Ambiguous,
+            format!(
+                "{shown:?} matches {count} sessions: {}{more}",
+                listed.join(", ")
+            ),
+        )
+        .with_remedy("give more of the id (or the whole id) to name one session"))
     }
 
     /// Start an actor for a dormant session, so a request can be routed to it.
@@ -663,6 +715,9 @@ impl Actor for RegistryActor {
                     .collect();
                 let _ = reply.send(all);
             }
+            RegistryMsg::Select(selector, reply) => {
+                let _ = reply.send(state.select(&selector));
+            }
             RegistryMsg::Resolve(id, reply) => {
                 state.wake(&id).await;
                 let _ = reply.send(state.sessions.get(&id).map(|e| Resolved {
@@ -766,6 +821,56 @@ mod tests {
 
     fn state(retain: usize) -> RegistryState {
         RegistryState::new(Arc::new(Stats::default()), retain)
+    }
+
+    #[test]
+    fn a_selector_names_one_session_or_lists_the_candidates_in_creation_order() {
+        let mut s = state(10);
+        let ids = [
+            "AAAA1111-0000-4000-8000-000000000001",
+            "AAAA2222-0000-4000-8000-000000000002",
+            "BBBB1111-0000-4000-8000-000000000003",
+        ];
+        for (i, id) in ids.iter().enumerate() {
+            let mut v = view(id, None, "running");
+            v.title = Some(if i == 2 { "solo" } else { "twin" }.into());
+            add(&mut s, v, None);
+        }
+        let select = |s: &RegistryState, text: &str| s.select(&Selector::parse(text).unwrap());
+        assert_eq!(select(&s, "aaaa1").unwrap(), ids[0]);
+        assert_eq!(select(&s, "%solo").unwrap(), ids[2]);
+        assert_eq!(select(&s, "bbbb").unwrap(), ids[2]);
+        for text in ["aaaa", "%twin"] {
+            let e = select(&s, text).unwrap_err();
+            assert_eq!(e.code, ErrorCode::Ambiguous, "{text}");
+            let first = e.message.find(ids[0]).expect("first listed");
+            let second = e.message.find(ids[1]).expect("second listed");
+            assert!(first < second, "creation order: {}", e.message);
+            assert!(e.message.contains("matches 2 sessions"), "{}", e.message);
+        }
+        for text in ["cccc", "%nobody", "%Twin"] {
+            assert_eq!(
+                select(&s, text).unwrap_err().code,
+                ErrorCode::NotFound,
+                "{text}"
+            );
+        }
+        // Many candidates: the first ten are listed, the rest counted.
+        let mut s = state(100);
+        for i in 0..12 {
+            add(
+                &mut s,
+                view(
+                    &format!("CCCC{i:04}-0000-4000-8000-000000000000"),
+                    None,
+                    "closed",
+                ),
+                None,
+            );
+        }
+        let e = select(&s, "cccc").unwrap_err();
+        assert!(e.message.contains("matches 12 sessions"), "{}", e.message);
+        assert!(e.message.ends_with("and 2 more"), "{}", e.message);
     }
 
     #[test]

@@ -37,6 +37,16 @@ pub fn duration_from_json(value: &serde_json::Value) -> Result<Duration, String>
     }
 }
 
+/// The JSON Schema of a duration param (`timeout`, `restart_window`): a number of seconds or
+/// a duration string. Used by the `schemars` feature for the wire types' schemas; a field
+/// using it also carries `#[serde(default)]` (a no-op for an `Option`), which is how the
+/// derive knows the field is optional.
+#[cfg(feature = "schemars")]
+pub fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    // The field's own doc becomes the description (it names the default and the bound).
+    schemars::json_schema!({ "type": ["number", "string"] })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

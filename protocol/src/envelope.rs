@@ -44,6 +44,36 @@ pub struct Response {
     /// The request's `id`, echoed when it had one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<Value>,
+    /// What the daemon wants the caller to know about a request it served (e.g. params it
+    /// does not know and ignored); absent when there is nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<Warning>,
+}
+
+/// A note on a served request: `{code, param?, message}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Warning {
+    /// Stable code to branch on: `unknown_param`.
+    pub code: String,
+    /// The param it concerns (a path: `condition.foo`), when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub param: Option<String>,
+    /// For a person.
+    pub message: String,
+}
+
+impl Warning {
+    /// A param this daemon does not know, ignored.
+    pub fn unknown_param(path: &str) -> Warning {
+        Warning {
+            code: "unknown_param".into(),
+            param: Some(path.to_string()),
+            message: format!(
+                "{path} is not a param of this method in this daemon; it was ignored \
+                 (a typo, or a newer client)"
+            ),
+        }
+    }
 }
 
 impl Response {
@@ -54,16 +84,22 @@ impl Response {
             result: Some(result),
             error: None,
             id: None,
+            warnings: Vec::new(),
         }
     }
 
     /// A failure carrying `error`.
-    pub fn err(error: ErrorBody) -> Self {
+    pub fn err(mut error: ErrorBody) -> Self {
+        // Every error carries a remedy: the site's own, else its code's.
+        if error.remedy.is_none() {
+            error.remedy = Some(error.code.default_remedy().to_string());
+        }
         Response {
             ok: false,
             result: None,
             error: Some(error),
             id: None,
+            warnings: Vec::new(),
         }
     }
 

@@ -55,6 +55,13 @@ pub enum ErrorCode {
     /// request was refused before it started anything (CLI exit 1). Slots kept for short
     /// requests are never used by long-lived ones.
     Busy,
+    /// `ambiguous`: a selector (an id prefix or `%title`) names more than one session; the
+    /// message lists the candidates (id, title, lifecycle). Nothing was done (CLI exit 2).
+    Ambiguous,
+    /// `unsafe_control_dir`: the control dir is a symlink, not a directory, owned by another
+    /// user or open to others (mode not 700). maxx never repairs it; nothing was started or
+    /// sent (CLI exit 1). The message says what is wrong and what to do.
+    UnsafeControlDir,
 }
 
 impl ErrorCode {
@@ -79,6 +86,63 @@ impl ErrorCode {
             ErrorCode::UnsafeFile => "unsafe_file",
             ErrorCode::RegistryUnreadable => "registry_unreadable",
             ErrorCode::Busy => "busy",
+            ErrorCode::Ambiguous => "ambiguous",
+            ErrorCode::UnsafeControlDir => "unsafe_control_dir",
+        }
+    }
+}
+
+impl ErrorCode {
+    /// What a caller can do about an error of this code, when its site gave no more
+    /// specific remedy: every error a client sees carries one.
+    pub fn default_remedy(self) -> &'static str {
+        match self {
+            ErrorCode::Unauthenticated => {
+                "send the token from <control dir>/token (the CLI reads it); a registration \
+                 proof comes from the session's own environment"
+            }
+            ErrorCode::Unauthorized => {
+                "see what a source may do with `maxx policy sources`, act as one that may \
+                 (--as), or grant it in the policy file"
+            }
+            ErrorCode::ConfirmationRequired => {
+                "once a person approves, send the same request with confirm: true (--confirm)"
+            }
+            ErrorCode::NotFound => "`maxx ls` lists the sessions, with id prefixes and titles",
+            ErrorCode::InvalidRequest => {
+                "fix the value the message names; docs/protocol.md gives each method's params \
+                 and limits (`maxx <noun> <verb> --help` for the CLI)"
+            }
+            ErrorCode::AlreadyEnded => {
+                "the session's program is gone: read its record, or start it again with \
+                 `maxx sessions restart ID --last-command`"
+            }
+            ErrorCode::Unsupported => "docs/protocol.md says when this request applies",
+            ErrorCode::UnknownMethod => "docs/protocol.md lists every method",
+            ErrorCode::TooLarge => "send less: one request line is at most 1 MiB",
+            ErrorCode::Internal => {
+                "see the daemon's log (stderr, or daemon.log in the control dir when detached)"
+            }
+            ErrorCode::NoDaemon => "start one with `maxx daemon --detach`",
+            ErrorCode::Timeout => "give it longer (--timeout), or read the session to see why",
+            ErrorCode::PersistenceFailed => {
+                "free disk space or fix the control dir; `maxx status` shows when writes work \
+                 again"
+            }
+            ErrorCode::ForegroundBusy => {
+                "wait for the program in front to finish, or drive it with send-keys"
+            }
+            ErrorCode::AlreadyRunning => "use the running daemon (`maxx status`)",
+            ErrorCode::UnsafeFile => "remove the file the message names; maxx creates a fresh one",
+            ErrorCode::RegistryUnreadable => {
+                "move the file the message names aside (or repair it), then restart the daemon"
+            }
+            ErrorCode::Busy => "retry shortly, or end a watch, attach or wait you no longer need",
+            ErrorCode::Ambiguous => "give more of the id (or the whole id) to name one session",
+            ErrorCode::UnsafeControlDir => {
+                "fix it as the message says (maxx never repairs a control dir), or point \
+                 MAXX_CONTROL_DIR at a fresh path"
+            }
         }
     }
 }

@@ -15,6 +15,7 @@
 //! - [`stream`]: the event-bus envelope and stream filters.
 //! - [`screen`]: screen readback documents (snapshot, run, resize).
 //! - [`keys`]: `send-keys` names and their encoding.
+//! - [`selector`]: how a caller names a session (id, id prefix, `%title`).
 //! - [`limits`]: every bound the seed and the brief fix, as named constants.
 //! - [`duration`]: `30s`, `5m`, `1h`, a bare number = seconds.
 //! - [`time`]: RFC 3339 timestamps.
@@ -29,6 +30,7 @@ pub mod limits;
 pub mod request;
 pub mod schema;
 pub mod screen;
+pub mod selector;
 pub mod session;
 pub mod stream;
 pub mod time;

@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 /// surface was closed by `cancel`/`close`). A session closed while its child still ran goes
 /// straight from `running` to `closed`.
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Lifecycle {
@@ -56,6 +57,7 @@ impl Lifecycle {
 
 /// Where a new surface is placed (`location`): `tab` (default), `window` or `split`.
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Location {
@@ -70,6 +72,7 @@ pub enum Location {
 
 /// The edge a split pane is placed on (`split_direction`), default `right`.
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SplitDirection {
@@ -248,6 +251,7 @@ pub enum Outcome {
 
 /// When a restart policy fires (`restart`): never, on a failing exit, or on any exit.
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RestartMode {

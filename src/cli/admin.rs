@@ -1,4 +1,4 @@
-//! `maxx daemon`, `maxx policy` and `maxx profiles`.
+//! `maxx daemon`, `maxx policy`, `maxx profiles` and `maxx mcp`.
 
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
@@ -98,4 +98,14 @@ pub struct DaemonArgs {
     /// Internal: this process is the detached daemon.
     #[arg(long, hide = true)]
     pub detached_child: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct McpArgs {
+    /// Print the tool catalog (names, methods, capabilities, input schemas) as JSON and exit.
+    #[arg(long, conflicts_with = "skill")]
+    pub schema: bool,
+    /// Print the operating guide for an agent and exit.
+    #[arg(long)]
+    pub skill: bool,
 }

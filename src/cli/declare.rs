@@ -5,7 +5,10 @@ use clap::Args;
 
 #[derive(Args, Debug)]
 pub struct SourcedIdArgs {
-    /// Session id.
+    /// The session: an id, an id prefix (4+ hex digits) or %title; inside a session,
+    /// that session.
+    #[arg(env = "MAXX_SESSION_ID", hide_env_values = true,
+          value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub session_id: String,
     /// Who declares it (default: the --as source).
     #[arg(long)]
@@ -14,7 +17,10 @@ pub struct SourcedIdArgs {
 
 #[derive(Args, Debug)]
 pub struct DeclareStateArgs {
-    /// Session id.
+    /// The session: an id, an id prefix (4+ hex digits) or %title; inside a session,
+    /// that session.
+    #[arg(env = "MAXX_SESSION_ID", hide_env_values = true,
+          value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub session_id: String,
     /// The state (free-form, ≤ 128 chars).
     #[arg(long)]
@@ -29,7 +35,10 @@ pub struct DeclareStateArgs {
 
 #[derive(Args, Debug)]
 pub struct EmitEventArgs {
-    /// Session id.
+    /// The session: an id, an id prefix (4+ hex digits) or %title; inside a session,
+    /// that session.
+    #[arg(env = "MAXX_SESSION_ID", hide_env_values = true,
+          value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub session_id: String,
     /// Event name ([A-Za-z0-9_.:-], ≤ 128 chars).
     #[arg(long)]
@@ -47,7 +56,10 @@ pub struct EmitEventArgs {
 
 #[derive(Args, Debug)]
 pub struct SetMetadataArgs {
-    /// Session id.
+    /// The session: an id, an id prefix (4+ hex digits) or %title; inside a session,
+    /// that session.
+    #[arg(env = "MAXX_SESSION_ID", hide_env_values = true,
+          value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub session_id: String,
     /// Key ([A-Za-z0-9_.-], ≤ 64 chars).
     #[arg(long)]
@@ -69,7 +81,10 @@ pub struct SetMetadataArgs {
 
 #[derive(Args, Debug)]
 pub struct RemoveMetadataArgs {
-    /// Session id.
+    /// The session: an id, an id prefix (4+ hex digits) or %title; inside a session,
+    /// that session.
+    #[arg(env = "MAXX_SESSION_ID", hide_env_values = true,
+          value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub session_id: String,
     /// Key to remove (repeatable; at least one).
     #[arg(long = "key", required = true)]
@@ -81,7 +96,10 @@ pub struct RemoveMetadataArgs {
 
 #[derive(Args, Debug)]
 pub struct SetStateArgs {
-    /// Session id.
+    /// The session: an id, an id prefix (4+ hex digits) or %title; inside a session,
+    /// that session.
+    #[arg(env = "MAXX_SESSION_ID", hide_env_values = true,
+          value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub session_id: String,
     /// running, needsInput, blocked, complete or failed.
     #[arg(long)]
@@ -96,7 +114,10 @@ pub struct SetStateArgs {
 
 #[derive(Args, Debug)]
 pub struct SetSummaryArgs {
-    /// Session id.
+    /// The session: an id, an id prefix (4+ hex digits) or %title; inside a session,
+    /// that session.
+    #[arg(env = "MAXX_SESSION_ID", hide_env_values = true,
+          value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub session_id: String,
     /// The summary line.
     #[arg(long)]
@@ -108,7 +129,10 @@ pub struct SetSummaryArgs {
 
 #[derive(Args, Debug)]
 pub struct SetResultArgs {
-    /// Session id.
+    /// The session: an id, an id prefix (4+ hex digits) or %title; inside a session,
+    /// that session.
+    #[arg(env = "MAXX_SESSION_ID", hide_env_values = true,
+          value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub session_id: String,
     /// The result text.
     #[arg(long)]
@@ -120,7 +144,10 @@ pub struct SetResultArgs {
 
 #[derive(Args, Debug)]
 pub struct SetResultSchemaArgs {
-    /// Session id.
+    /// The session: an id, an id prefix (4+ hex digits) or %title; inside a session,
+    /// that session.
+    #[arg(env = "MAXX_SESSION_ID", hide_env_values = true,
+          value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub session_id: String,
     /// The schema, as JSON.
     #[arg(long)]
@@ -132,7 +159,10 @@ pub struct SetResultSchemaArgs {
 
 #[derive(Args, Debug)]
 pub struct SetAgentTypeArgs {
-    /// Session id.
+    /// The session: an id, an id prefix (4+ hex digits) or %title; inside a session,
+    /// that session.
+    #[arg(env = "MAXX_SESSION_ID", hide_env_values = true,
+          value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub session_id: String,
     /// Opaque token ([A-Za-z0-9_.:-], ≤ 64 chars).
     #[arg(long)]

@@ -24,9 +24,20 @@ pub struct StatusArgs {
 
 #[derive(Args, Debug)]
 pub struct AttachArgs {
-    /// Session id (default: the focused session).
+    /// The session: an id, an id prefix (4+ hex digits) or %title (default: the focused
+    /// session).
     pub session_id: Option<String>,
+    /// Refused: attach joins a terminal (for JSON, read with `sessions snapshot` or `watch`).
+    #[arg(long)]
+    pub json: bool,
     /// The key that, followed by `d`, detaches (a single-byte chord).
     #[arg(long, default_value = "C-\\", value_name = "KEY")]
     pub detach_key: String,
+}
+
+#[derive(Args, Debug)]
+pub struct TopArgs {
+    /// Print the sessions the dashboard would show as JSON, once, instead (as `ls --json`).
+    #[arg(long)]
+    pub json: bool,
 }

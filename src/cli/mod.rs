@@ -8,7 +8,7 @@
 //! - [`declare`]: the agent declaration verbs (`declare-state`, `set-metadata`, ...).
 //! - [`screen`]: the screen-readback and input verbs (`snapshot`, `run`, `send-keys`, ...).
 //! - [`stream`]: `maxx stream` and `maxx event`.
-//! - [`admin`]: `maxx daemon`, `maxx policy`, `maxx profiles`.
+//! - [`admin`]: `maxx daemon`, `maxx policy`, `maxx profiles`, `maxx mcp`.
 //! - [`human`]: the human views `maxx ls`, `maxx status`, `maxx attach`.
 // clap prints these doc comments as --help text, where <uid> and <state> are placeholders,
 // not HTML.
@@ -70,7 +70,7 @@ stderr carries one JSON error. `maxx +control <noun> <verb>` is the same command
 id=$(maxx sessions create --command 'make test' | jq -r .result.session.session_id)\n  \
 maxx sessions wait \"$id\" --lifecycle exited --timeout 10m\n  \
 maxx sessions get \"$id\" | jq .result.session.exit_code\n\n\
-Exit codes: 0 ok/matched · 1 daemon said ok:false, or a wait ended unmatched · 2 usage · \
+Exit codes: 0 ok/matched · 1 the daemon refused, or a wait ended unmatched · 2 what you typed is wrong · \
 3 no daemon · 124 wait timed out"
 )]
 pub struct Cli {
@@ -107,15 +107,105 @@ pub enum Command {
     Profiles(ProfilesCmd),
     /// Inspect the capability policy: check a decision, list sources, validate a file.
     Policy(PolicyCmd),
+    /// Serve the verbs as MCP tools on stdio, for agent hosts (each call acts as --as).
+    #[command(
+        after_help = "Examples:\n  maxx mcp --as my-agent      # in the host's MCP server config\n  \
+maxx mcp --schema | jq '.tools[].name'\n  maxx mcp --skill"
+    )]
+    Mcp(McpArgs),
     /// A table of sessions for people: lifecycle, declared state, summary, group, age.
     Ls(LsArgs),
     /// The daemon's version, pid, control dir and session counts.
     Status(StatusArgs),
     /// A live dashboard of the fleet, updated from the event stream. q quits.
-    Top,
+    Top(TopArgs),
     /// Join this terminal to a session's PTY (default: the focused one). Detach: Ctrl-\ d.
     #[command(
         after_help = "Example:\n  maxx attach ID\n  maxx attach --detach-key C-a   # then C-a d to detach"
     )]
     Attach(AttachArgs),
+    /// Print shell completions to stdout (bash, zsh, fish, elvish, powershell).
+    #[command(
+        after_help = "Examples:\n  maxx completions bash > ~/.local/share/bash-completion/completions/maxx\n  \
+maxx completions zsh > ~/.zfunc/_maxx\n  maxx completions fish > ~/.config/fish/completions/maxx.fish"
+    )]
+    Completions(CompletionsArgs),
+    /// Print the man page (roff) to stdout.
+    #[command(after_help = "Example:\n  maxx man > ~/.local/share/man/man1/maxx.1")]
+    Man,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct CompletionsArgs {
+    /// The shell.
+    pub shell: clap_complete::Shell,
+}
+
+/// The whole grammar, with `--json` accepted by every command: a no-op where the output is
+/// JSON already (all but `ls` and `status`, which declare their own). `event emit` keeps its
+/// seed's `--json PAYLOAD`. Completions and the man page are generated from this too.
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    // Every command but the root (`maxx --json` alone is not a command); a noun too, for
+    // its bare form (`maxx sessions --json` lists).
+    fn with_json(cmd: clap::Command) -> clap::Command {
+        let cmd = cmd.mut_subcommands(with_json);
+        if cmd.get_arguments().any(|a| a.get_long() == Some("json")) {
+            return cmd;
+        }
+        cmd.arg(
+            clap::Arg::new("json_output")
+                .long("json")
+                .action(clap::ArgAction::SetTrue)
+                .help("Accepted for scripts: the output is JSON already"),
+        )
+    }
+    Cli::command().mut_subcommands(with_json)
+}
+
+/// Parse a command line with [`command`].
+pub fn parse(args: Vec<std::ffi::OsString>) -> Result<Cli, clap::Error> {
+    use clap::FromArgMatches;
+    let matches = command().try_get_matches_from(args)?;
+    Cli::from_arg_matches(&matches)
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every command accepts `--json` (the macterm seed's promise), walking the whole tree.
+    #[test]
+    fn every_command_takes_json() {
+        fn walk(cmd: &clap::Command, path: &str, leaves: &mut usize) {
+            let path = format!("{path} {}", cmd.get_name());
+            for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+                walk(sub, &path, leaves);
+            }
+            if path == " maxx" {
+                return;
+            }
+            *leaves += 1;
+            assert!(
+                cmd.get_arguments().any(|a| a.get_long() == Some("json")),
+                "{path} does not take --json"
+            );
+        }
+        let mut leaves = 0;
+        let mut cmd = super::command();
+        cmd.build();
+        walk(&cmd, "", &mut leaves);
+        assert!(leaves > 40, "walked {leaves} commands");
+        // And it parses where the output is JSON already.
+        for line in [
+            "maxx sessions list --json",
+            "maxx sessions get abcd --json",
+            "maxx stream watch --json",
+            "maxx policy sources --json",
+            "maxx daemon --json",
+            "maxx sessions --json",
+            "maxx profiles --json",
+        ] {
+            let args: Vec<std::ffi::OsString> = line.split(' ').map(Into::into).collect();
+            super::parse(args).unwrap_or_else(|e| panic!("{line}: {e}"));
+        }
+    }
 }

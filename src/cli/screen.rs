@@ -1,5 +1,5 @@
 //! The screen-readback and input verbs of `maxx sessions`: `snapshot`, `dump`, `run`,
-//! `send-keys`, `paste`, `resize`. (`inspect` takes only an id: [`super::IdArg`].)
+//! `send-keys`, `paste`, `resize`. (`inspect` takes only a session: [`super::SelfIdArg`].)
 
 use super::duration;
 use clap::Args;
@@ -7,7 +7,10 @@ use std::time::Duration;
 
 #[derive(Args, Debug)]
 pub struct SnapshotArgs {
-    /// Session id.
+    /// The session: an id, an id prefix (4+ hex digits) or %title; inside a session,
+    /// that session.
+    #[arg(env = "MAXX_SESSION_ID", hide_env_values = true,
+          value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub session_id: String,
     /// Include history: no value (or 0) = all retained rows, N = the newest N.
     #[arg(long, num_args = 0..=1, default_missing_value = "0", value_name = "N")]
@@ -32,7 +35,10 @@ pub struct SnapshotArgs {
 
 #[derive(Args, Debug)]
 pub struct DumpArgs {
-    /// Session id.
+    /// The session: an id, an id prefix (4+ hex digits) or %title; inside a session,
+    /// that session.
+    #[arg(env = "MAXX_SESSION_ID", hide_env_values = true,
+          value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub session_id: String,
     /// Prepend all retained history.
     #[arg(long)]
@@ -47,7 +53,7 @@ pub struct RunArgs {
     /// Whole budget (default 10m, at most 1h; 0 means no limit).
     #[arg(long, value_parser = duration)]
     pub timeout: Option<Duration>,
-    /// Session id.
+    /// The session: an id, an id prefix (4+ hex digits) or %title.
     pub session_id: String,
     /// The command (one line, POSIX shell; run in a subshell).
     pub command: String,
@@ -58,7 +64,7 @@ pub struct SendKeysArgs {
     /// Send every word as text: no key names, no chords.
     #[arg(long, short = 'l')]
     pub literal: bool,
-    /// Session id.
+    /// The session: an id, an id prefix (4+ hex digits) or %title.
     pub session_id: String,
     /// Keys and text, in order.
     #[arg(required = true, allow_hyphen_values = true)]
@@ -67,7 +73,7 @@ pub struct SendKeysArgs {
 
 #[derive(Args, Debug)]
 pub struct PasteArgs {
-    /// Session id.
+    /// The session: an id, an id prefix (4+ hex digits) or %title.
     pub session_id: String,
     /// The text, or - for stdin.
     pub text: String,
@@ -75,7 +81,7 @@ pub struct PasteArgs {
 
 #[derive(Args, Debug)]
 pub struct ResizeArgs {
-    /// Session id.
+    /// The session: an id, an id prefix (4+ hex digits) or %title.
     pub session_id: String,
     /// Columns.
     #[arg(long)]

@@ -26,7 +26,7 @@ pub enum SessionsVerb {
     )]
     Create(CreateArgs),
     /// Print one session.
-    Get(IdArg),
+    Get(SelfIdArg),
     /// Print every session (optionally only those whose metadata matches).
     #[command(
         after_help = "Example:\n  maxx sessions list --filter repo=org/repo --filter linear.issue"
@@ -107,7 +107,7 @@ maxx sessions snapshot ID --scrollback   # all retained history"
     /// Print the screen as plain text (needs output:read).
     Dump(DumpArgs),
     /// Print grid size, history, terminal modes and the foreground process (needs output:read).
-    Inspect(IdArg),
+    Inspect(SelfIdArg),
     /// Run a shell command at the session's prompt (a POSIX shell must be in the foreground,
     /// else `foreground_busy`); print {command, exit_code, output} and exit with its code
     /// (125 if maxx gives up).
@@ -140,7 +140,7 @@ maxx sessions send-keys ID S-Tab C-Up\n  maxx sessions send-keys --literal ID 'S
 
 #[derive(Args, Debug)]
 pub struct SetRestartPolicyArgs {
-    /// Session id.
+    /// The session: an id, an id prefix (4+ hex digits) or %title.
     pub session_id: String,
     #[command(flatten)]
     pub restart: RestartArgsGroup,
@@ -148,7 +148,7 @@ pub struct SetRestartPolicyArgs {
 
 #[derive(Args, Debug)]
 pub struct ArchiveArgs {
-    /// Session id.
+    /// The session: an id, an id prefix (4+ hex digits) or %title.
     pub session_id: String,
     /// Why (recorded in the audit log).
     #[arg(long)]
@@ -158,7 +158,7 @@ pub struct ArchiveArgs {
 #[derive(Args, Debug)]
 #[command(group = clap::ArgGroup::new("what").required(true).args(["last_command", "command"]))]
 pub struct RestartArgs {
-    /// Session id.
+    /// The session: an id, an id prefix (4+ hex digits) or %title.
     pub session_id: String,
     /// Replay the recorded command.
     #[arg(long)]
@@ -170,7 +170,7 @@ pub struct RestartArgs {
 
 #[derive(Args, Debug)]
 pub struct SetGroupArgs {
-    /// Session id.
+    /// The session: an id, an id prefix (4+ hex digits) or %title.
     pub session_id: String,
     /// Group label; omit to leave.
     #[arg(long)]
@@ -179,7 +179,7 @@ pub struct SetGroupArgs {
 
 #[derive(Args, Debug)]
 pub struct SetParentArgs {
-    /// Session id (the child).
+    /// The child: an id, an id prefix (4+ hex digits) or %title.
     pub session_id: String,
     /// Parent session id, or "" to detach.
     #[arg(long)]
@@ -188,7 +188,10 @@ pub struct SetParentArgs {
 
 #[derive(Args, Debug)]
 pub struct WatchArgs {
-    /// Session id.
+    /// The session: an id, an id prefix (4+ hex digits) or %title; inside a session,
+    /// that session.
+    #[arg(env = "MAXX_SESSION_ID", hide_env_values = true,
+          value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub session_id: String,
     /// Stop after this long (at most 1h).
     #[arg(long, value_parser = duration)]
@@ -200,7 +203,10 @@ pub struct WatchArgs {
 
 #[derive(Args, Debug)]
 pub struct EventsArgs {
-    /// Session id.
+    /// The session: an id, an id prefix (4+ hex digits) or %title; inside a session,
+    /// that session.
+    #[arg(env = "MAXX_SESSION_ID", hide_env_values = true,
+          value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub session_id: String,
     /// Only entries with seq greater than this.
     #[arg(long, default_value_t = 0)]
@@ -227,9 +233,21 @@ pub struct ListArgs {
     pub parent: Option<String>,
 }
 
+/// A session a read names; inside a session it defaults to that session.
+#[derive(Args, Debug)]
+pub struct SelfIdArg {
+    /// The session: an id, an id prefix (4+ hex digits) or %title; inside a session,
+    /// that session.
+    #[arg(env = "MAXX_SESSION_ID", hide_env_values = true,
+          value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    pub session_id: String,
+}
+
+/// A session a verb acts on; always named (`cancel`, `inspect`'s siblings that end or
+/// change a session never default to the caller's own).
 #[derive(Args, Debug)]
 pub struct IdArg {
-    /// Session id.
+    /// The session: an id, an id prefix (4+ hex digits) or %title.
     pub session_id: String,
 }
 
@@ -319,7 +337,7 @@ pub struct RestartArgsGroup {
 
 #[derive(Args, Debug)]
 pub struct UpdateArgs {
-    /// Session id.
+    /// The session: an id, an id prefix (4+ hex digits) or %title.
     pub session_id: String,
     /// New status.
     #[arg(long)]
@@ -331,7 +349,7 @@ pub struct UpdateArgs {
 
 #[derive(Args, Debug)]
 pub struct ActionArgs {
-    /// Session id.
+    /// The session: an id, an id prefix (4+ hex digits) or %title.
     pub session_id: String,
     /// What to do.
     #[arg(long, value_parser = wire_enum::<ActionKind>())]
@@ -348,7 +366,10 @@ pub struct ActionArgs {
 #[derive(Args, Debug)]
 #[command(group = clap::ArgGroup::new("condition").required(true).args(["state", "event", "lifecycle", "until", "regex"]))]
 pub struct WaitArgs {
-    /// Session id.
+    /// The session: an id, an id prefix (4+ hex digits) or %title; inside a session,
+    /// that session.
+    #[arg(env = "MAXX_SESSION_ID", hide_env_values = true,
+          value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub session_id: String,
     /// Wait until the declared state (status) equals this (level-triggered).
     #[arg(long)]

@@ -194,6 +194,7 @@ impl Daemon {
         Command::new(maxx_bin())
             .args(args)
             .env("MAXX_CONTROL_DIR", &self.control)
+            .env_remove("MAXX_SESSION_ID")
             .env_remove("MAXX_SURFACE_ID")
             .env_remove("MAXX_REGISTRATION_TOKEN")
             .current_dir(self.tmp.path())

@@ -21,6 +21,7 @@ use crate::session::{
     new_id, ReadAnswer, Reply, SessionMsg, SessionReply, SessionStart, StartSession, WatchLine,
 };
 use crate::stats::Stats;
+use maxx_protocol::envelope::Warning;
 use maxx_protocol::error::{ErrorBody, ErrorCode};
 use maxx_protocol::limits::{
     REQUEST_LINE_MAX_BYTES, REQUEST_READ_TIMEOUT, RESPONSE_WRITE_TIMEOUT, UNAUTH_BUDGET_BYTES,
@@ -112,8 +113,8 @@ impl Actor for ConnectionActor {
                 Some(Outgoing::Response(response)) => {
                     let _ = write_bounded(&mut stream, &response.to_line()).await;
                 }
-                Some(Outgoing::Read(answer, id)) => {
-                    let _ = write_read_answer(&mut stream, answer, id).await;
+                Some(Outgoing::Read(answer, id, warnings)) => {
+                    let _ = write_read_answer(&mut stream, answer, id, &warnings).await;
                 }
                 None => {}
             }
@@ -152,8 +153,8 @@ async fn write_bounded<W: AsyncWrite + Unpin>(w: &mut W, bytes: &[u8]) -> std::i
 /// `Value` or a second buffer).
 enum Outgoing {
     Response(Response),
-    /// The answer and the request's `id`.
-    Read(ReadAnswer, Option<Value>),
+    /// The answer, the request's `id` and the warnings the response carries.
+    Read(ReadAnswer, Option<Value>, Vec<Warning>),
 }
 
 impl From<Response> for Outgoing {
@@ -162,19 +163,25 @@ impl From<Response> for Outgoing {
     }
 }
 
-/// Write a screen read's answer as the response line `{"ok":true,"result":…,"id":…}` (the
-/// bytes serde writes for a [`Response`]), within [`RESPONSE_WRITE_TIMEOUT`]. Its charge
+/// Write a screen read's answer as the response line `{"ok":true,"result":…,"id":…,
+/// "warnings":…}` (the bytes serde writes for a [`Response`]; `id` and `warnings` only when
+/// there are some), within [`RESPONSE_WRITE_TIMEOUT`]. Its charge
 /// against the budget for answers in flight is given back once the write has ended, however
 /// it ended.
 async fn write_read_answer<W: AsyncWrite + Unpin>(
     w: &mut W,
     answer: ReadAnswer,
     id: Option<Value>,
+    warnings: &[Warning],
 ) -> std::io::Result<()> {
     let mut tail = Vec::new();
     if let Some(id) = &id {
         tail.extend_from_slice(b",\"id\":");
         serde_json::to_writer(&mut tail, id)?;
+    }
+    if !warnings.is_empty() {
+        tail.extend_from_slice(b",\"warnings\":");
+        serde_json::to_writer(&mut tail, warnings)?;
     }
     tail.extend_from_slice(b"}\n");
     let write = async {
@@ -338,6 +345,11 @@ struct Request {
     /// The `caller` field as sent (`None` = the default local source).
     claimed: Option<String>,
     confirm: bool,
+    /// The method and params again when a session is named by a prefix or `%title`: the
+    /// call is decoded anew once they are resolved (after the policy has decided).
+    selectors: Option<(String, Value)>,
+    /// Params the method does not take: ignored, and told to the caller.
+    warnings: Vec<Warning>,
 }
 
 /// Serve one request. `None` when the answer was already streamed.
@@ -354,10 +366,12 @@ async fn serve(stream: &mut UnixStream, ctx: &DaemonContext) -> Option<Outgoing>
     drop(held);
     let Request {
         id,
-        call,
+        mut call,
         caller,
         claimed,
         confirm,
+        selectors,
+        warnings,
     } = match decoded {
         Ok(request) => request,
         Err(response) => return Some((*response).into()),
@@ -371,6 +385,12 @@ async fn serve(stream: &mut UnixStream, ctx: &DaemonContext) -> Option<Outgoing>
     if let Err(e) = authorize_new_command(&call, claimed, confirm, ctx).await {
         return Some(Response::err(e).with_id(id).into());
     }
+    if let Some((method, params)) = selectors {
+        match resolve_selectors(&method, params, ctx).await {
+            Ok(resolved) => call = resolved,
+            Err(e) => return Some(Response::err(e).with_id(id).into()),
+        }
+    }
     let _slot = if call.is_long_lived() {
         match long_lived_slot(ctx, call.method()) {
             Ok(slot) => Some(slot),
@@ -383,35 +403,35 @@ async fn serve(stream: &mut UnixStream, ctx: &DaemonContext) -> Option<Outgoing>
         // A wait whose caller hangs up ends at once: nobody is left to answer.
         Call::Wait(WaitCall::Wait(p)) => wait(p, ctx, stream).await?,
         Call::Wait(WaitCall::StreamWait(p)) => stream_wait(p, ctx, stream).await?,
-        Call::Wait(WaitCall::Watch(p)) => match watch(p, ctx, stream).await {
+        Call::Wait(WaitCall::Watch(p)) => match watch(p, &warnings, ctx, stream).await {
             Ok(()) => return None,
             Err(e) => Err(e),
         },
-        Call::Wait(WaitCall::StreamWatch(p)) => match stream_watch(p, ctx, stream).await {
+        Call::Wait(WaitCall::StreamWatch(p)) => match stream_watch(p, &warnings, ctx, stream).await
+        {
             Ok(()) => return None,
             Err(e) => Err(e),
         },
         Call::Screen(ScreenCall::Attach { session_id, size }) => {
-            match attach(session_id, size, ctx, stream).await {
+            match attach(session_id, size, &warnings, ctx, stream).await {
                 Ok(()) => return None,
                 Err(e) => Err(e),
             }
         }
         Call::Screen(ScreenCall::Run(p)) => run(p, ctx).await,
         Call::Screen(ScreenCall::Read(p)) => match read_screen(p, &caller, ctx).await {
-            Ok(answer) => return Some(Outgoing::Read(answer, id)),
+            Ok(answer) => return Some(Outgoing::Read(answer, id, warnings)),
             Err(e) => Err(e),
         },
         other => route(other, &caller, ctx).await,
     };
-    Some(
-        match result {
-            Ok(value) => Response::ok(value),
-            Err(e) => Response::err(e),
-        }
-        .with_id(id)
-        .into(),
-    )
+    let mut response = match result {
+        Ok(value) => Response::ok(value),
+        Err(e) => Response::err(e),
+    }
+    .with_id(id);
+    response.warnings = warnings;
+    Some(response.into())
 }
 
 /// Parse, authenticate and decode a request line; any failure is the response to send.
@@ -454,8 +474,14 @@ fn decode_request(line: &[u8], ctx: &DaemonContext) -> Result<Request, Box<Respo
             Response::err(ErrorBody::invalid("method is required")).with_id(id),
         ));
     };
-    let call =
-        Call::decode(method, envelope.params).map_err(|e| Response::err(e).with_id(id.clone()))?;
+    let selectors = envelope
+        .params
+        .as_ref()
+        .filter(|p| !maxx_protocol::selector::unresolved(p).is_empty())
+        .map(|p| (method.to_string(), p.clone()));
+    let (call, ignored) = Call::decode_reporting(method, envelope.params)
+        .map_err(|e| Response::err(e).with_id(id.clone()))?;
+    let warnings = ignored.iter().map(|p| Warning::unknown_param(p)).collect();
     let claimed = envelope.caller;
     let caller = claimed
         .clone()
@@ -466,7 +492,30 @@ fn decode_request(line: &[u8], ctx: &DaemonContext) -> Result<Request, Box<Respo
         caller,
         claimed,
         confirm: envelope.confirm.unwrap_or(false),
+        selectors,
+        warnings,
     })
+}
+
+/// Resolve every session named by a prefix or `%title` in `params` to its id (the registry
+/// answers from its own table: one session, or `not_found` / `ambiguous`), then decode the
+/// call again from the rewritten params. Runs after the policy: a caller it refuses learns
+/// nothing about which sessions exist.
+async fn resolve_selectors(
+    method: &str,
+    mut params: Value,
+    ctx: &DaemonContext,
+) -> Result<Call, ErrorBody> {
+    for (field, selector) in maxx_protocol::selector::unresolved(&params) {
+        let id = ask(
+            &ctx.registry,
+            |reply| RegistryMsg::Select(selector, reply),
+            ACTOR_CALL_TIMEOUT,
+        )
+        .await??;
+        params[field] = Value::String(id);
+    }
+    Call::decode(method, Some(params))
 }
 
 /// Ask the policy about a request; `unauthorized` / `confirmation_required` stop it.

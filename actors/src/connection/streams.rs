@@ -266,8 +266,16 @@ fn watch_line_bytes(line: &WatchLine) -> usize {
 /// per transition, and an end line (`ended`, `timeout`, or `dropped` for a watcher that
 /// fell more than `WATCH_BUFFER` lines behind). A caller that disconnects ends it, and
 /// its subscription is removed at once.
+/// A stream's first line names the params the daemon ignored, like a one-answer response.
+fn with_warnings(first: &mut Value, warnings: &[Warning]) {
+    if !warnings.is_empty() {
+        first["warnings"] = json!(warnings);
+    }
+}
+
 pub(super) async fn watch(
     p: WatchParams,
+    warnings: &[Warning],
     ctx: &DaemonContext,
     stream: &mut UnixStream,
 ) -> Result<(), ErrorBody> {
@@ -284,7 +292,9 @@ pub(super) async fn watch(
     .await?;
     drop(tx);
     let deadline = p.timeout.map(|t| tokio::time::Instant::now() + t);
-    let first = line(&json!({"type": "snapshot", "session": snapshot}));
+    let mut first = json!({"type": "snapshot", "session": snapshot});
+    with_warnings(&mut first, warnings);
+    let first = line(&first);
     let (read_half, mut write_half) = stream.split();
     let gone = peer_closed(read_half.as_ref());
     tokio::pin!(gone);
@@ -380,6 +390,7 @@ fn ends_run(e: &StreamEvent) -> bool {
 /// reason: slow_consumer, resume_since}` and `{type: end}`.
 pub(super) async fn stream_watch(
     p: StreamWatchParams,
+    warnings: &[Warning],
     ctx: &DaemonContext,
     stream: &mut UnixStream,
 ) -> Result<(), ErrorBody> {
@@ -394,6 +405,7 @@ pub(super) async fn stream_watch(
         first["reset"] = json!(true);
         first["dropped_through"] = json!(hello.dropped_through);
     }
+    with_warnings(&mut first, warnings);
     // Checked after subscribing, so an end cannot slip between the check and the stream:
     // a single-session stream whose session already ended replays, then ends.
     let ended_already = match &single {
@@ -578,6 +590,7 @@ pub(super) async fn stream_wait(
 pub(super) async fn attach(
     session_id: Option<String>,
     size: Option<maxx_protocol::screen::Size>,
+    warnings: &[Warning],
     ctx: &DaemonContext,
     stream: &mut UnixStream,
 ) -> Result<(), ErrorBody> {
@@ -608,7 +621,9 @@ pub(super) async fn attach(
     drop(tx);
     let (sub, view, repaint, repaint_charge) = attached?;
     let (mut read_half, mut write_half) = stream.split();
-    let mut first = Response::ok(json!({ "session": view })).to_line();
+    let mut first = Response::ok(json!({ "session": view }));
+    first.warnings = warnings.to_vec();
+    let mut first = first.to_line();
     first.extend(repaint);
     // Output is pulled off the session's channel while a write is blocked and charged to
     // the stream budget: a client over its share is detached at once, its queue dropped.

@@ -70,8 +70,8 @@ impl Family for CreateCall {
 
 /// The restart-policy fields shared by `sessions.create` and `sessions.set-restart-policy`
 /// as the wire carries them (`wire::RestartFields`).
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct RawRestart {
     /// `never`, `on-failure`, `always`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -83,7 +83,11 @@ pub struct RawRestart {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_restarts: Option<u32>,
     /// Seconds or a duration string.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schemars",
+        schemars(schema_with = "crate::duration::json_schema")
+    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restart_window: Option<Value>,
     /// `MIN..MAX` durations.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -339,7 +343,6 @@ impl CreateParams {
 
 /// `sessions.register-current` params: the proof the spawned process holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct RegisterParams {
     /// `MAXX_SURFACE_ID` of the calling process.
     pub surface_id: String,
@@ -356,53 +359,80 @@ pub(crate) mod wire {
     pub use super::RawRestart as RestartFields;
 
     /// `sessions.create`.
+    #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
     #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
     pub struct Create {
+        /// Display title (≤ 256 chars).
         #[serde(skip_serializing_if = "Option::is_none")]
         pub title: Option<String>,
+        /// Working directory: absolute, an existing directory. Default: the daemon's $HOME.
         #[serde(skip_serializing_if = "Option::is_none")]
         pub cwd: Option<String>,
+        /// Command line run with `/bin/sh -c`. Default: the login shell.
         #[serde(skip_serializing_if = "Option::is_none")]
         pub command: Option<String>,
+        /// `KEY=VALUE` entries for the child only; never stored or returned.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         pub env: Vec<String>,
+        /// Create-time metadata: ≤ 32 keys `[A-Za-z0-9_.-]{1,64}`.
         #[serde(skip_serializing_if = "Option::is_none")]
         pub metadata: Option<Map<String, Value>>,
+        /// Initial declared status (≤ 128 chars).
         #[serde(skip_serializing_if = "Option::is_none")]
         pub status: Option<String>,
+        /// Where the surface goes; default `tab`.
         #[serde(skip_serializing_if = "Option::is_none")]
         pub location: Option<Location>,
+        /// With `location: split`: the session to split.
         #[serde(skip_serializing_if = "Option::is_none")]
         pub split_target: Option<String>,
+        /// With `location: split`: the edge; default `right`.
         #[serde(skip_serializing_if = "Option::is_none")]
         pub split_direction: Option<SplitDirection>,
+        /// Take focus (default true, false for a split).
         #[serde(skip_serializing_if = "Option::is_none")]
         pub focus: Option<bool>,
+        /// Terminal columns, 2..=1000 (default 80).
         #[serde(skip_serializing_if = "Option::is_none")]
         pub cols: Option<u16>,
+        /// Terminal rows, 1..=1000 (default 24).
         #[serde(skip_serializing_if = "Option::is_none")]
         pub rows: Option<u16>,
+        /// The agent runtime in the session (`[A-Za-z0-9_.:-]{1,64}`).
         #[serde(skip_serializing_if = "Option::is_none")]
         pub agent_type: Option<String>,
+        /// A JSON Schema (supported subset) every declared result must satisfy.
         #[serde(skip_serializing_if = "Option::is_none")]
         pub result_schema: Option<Value>,
+        /// Group to join (`[A-Za-z0-9_.:/@-]{1,128}`).
         #[serde(skip_serializing_if = "Option::is_none")]
         pub group: Option<String>,
+        /// Parent session id.
         #[serde(skip_serializing_if = "Option::is_none")]
         pub parent: Option<String>,
+        /// A named profile filling the fields not given.
         #[serde(skip_serializing_if = "Option::is_none")]
         pub profile: Option<String>,
+        /// Scrollback kept, ≤ 100000 (default 10000).
         #[serde(skip_serializing_if = "Option::is_none")]
         pub scrollback_lines: Option<usize>,
+        /// Restart policy: `never` (default), `on-failure`, `always`.
         #[serde(skip_serializing_if = "Option::is_none")]
         pub restart: Option<RestartMode>,
+        /// Exit codes that restart under `on-failure`.
         #[serde(skip_serializing_if = "Option::is_none")]
         pub restart_exit_codes: Option<Vec<i32>>,
+        /// Restarts allowed within `restart_window` (default 5).
         #[serde(skip_serializing_if = "Option::is_none")]
         pub max_restarts: Option<u32>,
-        #[serde(skip_serializing_if = "Option::is_none")]
+        /// The window `max_restarts` counts in: seconds, or `30s`/`5m`/`1h` (default 10m).
+        #[cfg_attr(
+            feature = "schemars",
+            schemars(schema_with = "crate::duration::json_schema")
+        )]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         pub restart_window: Option<Value>,
+        /// `MIN..MAX` delay before an automatic restart (default `1s..60s`).
         #[serde(skip_serializing_if = "Option::is_none")]
         pub backoff: Option<String>,
     }

@@ -119,10 +119,12 @@ pub(crate) mod wire {
     use serde::Serialize;
 
     /// `policy.check`.
+    #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
     #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
     pub struct PolicyCheck {
+        /// Capability wire name, e.g. `tabs:close`.
         pub capability: String,
+        /// The resource (usually a session id).
         #[serde(skip_serializing_if = "Option::is_none")]
         pub target: Option<String>,
     }

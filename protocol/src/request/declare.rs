@@ -329,34 +329,48 @@ pub(crate) mod wire {
     use serde::Serialize;
 
     /// Every declaration verb (`sessions.declare-state`, `sessions.set-metadata`, ...): each takes `session_id`, `source` and its own fields.
+    #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
     #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
     pub struct Declare {
+        /// Session id (a UUID, any case).
         pub session_id: String,
+        /// Who declares it (default: the caller's source).
         #[serde(skip_serializing_if = "Option::is_none")]
         pub source: Option<String>,
+        /// The workflow state (≤ 128 chars, free-form; `set-state` takes `running`, `needsInput`, `blocked`, `complete`, `failed`).
         #[serde(skip_serializing_if = "Option::is_none")]
         pub state: Option<String>,
+        /// A note kept with the declaration.
         #[serde(skip_serializing_if = "Option::is_none")]
         pub message: Option<String>,
+        /// Event name (`[A-Za-z0-9_.:-]`, ≤ 128 chars).
         #[serde(skip_serializing_if = "Option::is_none")]
         pub event: Option<String>,
+        /// Event payload: any JSON value.
         #[serde(skip_serializing_if = "Option::is_none")]
         pub payload: Option<Value>,
+        /// Metadata key (`[A-Za-z0-9_.-]{1,64}`).
         #[serde(skip_serializing_if = "Option::is_none")]
         pub key: Option<String>,
+        /// Metadata keys to remove.
         #[serde(skip_serializing_if = "Option::is_none")]
         pub keys: Option<Vec<String>>,
+        /// Metadata value (≤ 2048 bytes).
         #[serde(skip_serializing_if = "Option::is_none")]
         pub value: Option<Value>,
+        /// Metadata value as JSON text (instead of `value`).
         #[serde(skip_serializing_if = "Option::is_none")]
         pub value_json: Option<String>,
+        /// A one-line summary.
         #[serde(skip_serializing_if = "Option::is_none")]
         pub summary: Option<String>,
+        /// The final result text (validated against the declared result schema).
         #[serde(skip_serializing_if = "Option::is_none")]
         pub result: Option<String>,
+        /// A JSON Schema (supported subset) for the result.
         #[serde(skip_serializing_if = "Option::is_none")]
         pub result_schema: Option<Value>,
+        /// The agent runtime (`[A-Za-z0-9_.:-]{1,64}`).
         #[serde(skip_serializing_if = "Option::is_none")]
         pub agent_type: Option<String>,
     }

@@ -19,9 +19,11 @@
 //! it. [`Call`] is one family's call; the capability table, the list of methods and the
 //! journal gate all derive from the families' tables.
 //!
-//! Params objects reject unknown fields (`invalid_request`), so a typo or a field this
-//! daemon does not implement can never be silently ignored. The request *envelope* ignores
-//! unknown fields, as the brief requires.
+//! Params a method does not take are ignored, never refused, so the protocol can grow
+//! without breaking a newer client against an older daemon; they are never *silently*
+//! ignored either: [`Call::decode_reporting`] names every one (a path: `condition.foo`) and
+//! the daemon answers with an `unknown_param` warning for each. The request *envelope*
+//! ignores unknown fields too, as the brief requires.
 
 pub mod create;
 pub mod daemon;
@@ -215,7 +217,18 @@ pub fn spec(method: &str) -> Option<&'static MethodSpec> {
 }
 
 impl Call {
+    /// [`Call::decode`], and the params it did not read (unknown to this daemon: ignored,
+    /// and reported back as warnings).
+    pub fn decode_reporting(
+        method: &str,
+        params: Option<Value>,
+    ) -> Result<(Call, Vec<String>), ErrorBody> {
+        let (call, ignored) = validate::collect_ignored(|| Call::decode(method, params));
+        Ok((call?, ignored))
+    }
+
     /// Decode and validate `params` for `method`. `params: null`/absent means `{}`.
+    /// Params the method does not take are ignored ([`Call::decode_reporting`] names them).
     pub fn decode(method: &str, params: Option<Value>) -> Result<Call, ErrorBody> {
         let params = match params {
             None | Some(Value::Null) => Value::Object(Map::new()),

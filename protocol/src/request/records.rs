@@ -246,8 +246,8 @@ impl Family for RecordsCall {
 
 /// One `metadata_filter` constraint: the key is present, and (if `value` is given) its
 /// value, compared as a string, equals it.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct MetadataFilter {
     /// Key that must be present.
     pub key: String,
@@ -277,8 +277,8 @@ impl MetadataFilter {
 }
 
 /// `sessions.list` params (the wire form and the validated form are the same).
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct ListParams {
     /// Constraints that must all hold (AND).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -360,6 +360,7 @@ impl UpdateParams {
 
 /// The `action` of `sessions.action`.
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ActionKind {
@@ -492,57 +493,69 @@ pub(crate) mod wire {
     use serde::Serialize;
 
     /// `sessions.set-group`.
+    #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
     #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
     pub struct SetGroup {
+        /// Session id (a UUID, any case).
         pub session_id: String,
+        /// The group (`[A-Za-z0-9_.:/@-]{1,128}`); absent or `""` leaves any group.
         #[serde(skip_serializing_if = "Option::is_none")]
         pub group: Option<String>,
     }
 
     /// `sessions.set-parent`.
+    #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
     #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
     pub struct SetParent {
+        /// Session id (a UUID, any case).
         pub session_id: String,
+        /// The parent session id; `""` detaches.
         #[serde(skip_serializing_if = "Option::is_none")]
         pub parent: Option<String>,
     }
 
     /// `sessions.archive`.
+    #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
     #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
     pub struct Archive {
+        /// Session id (a UUID, any case).
         pub session_id: String,
+        /// Why (≤ 1024 chars), kept as `archive_reason`.
         #[serde(skip_serializing_if = "Option::is_none")]
         pub reason: Option<String>,
     }
 
     /// `sessions.restart`.
+    #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
     #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
     pub struct Restart {
+        /// Session id (a UUID, any case).
         pub session_id: String,
+        /// Run this command instead of the recorded one (needs `tabs:spawn` too).
         #[serde(skip_serializing_if = "Option::is_none")]
         pub command: Option<String>,
+        /// Run the recorded command again (the default when `command` is absent).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         pub last_command: bool,
     }
 
     /// `sessions.update`.
+    #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
     #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
     pub struct Update {
+        /// Session id (a UUID, any case).
         pub session_id: String,
+        /// Declared status (≤ 128 chars).
         #[serde(skip_serializing_if = "Option::is_none")]
         pub status: Option<String>,
+        /// Metadata keys to set (merged).
         #[serde(skip_serializing_if = "Option::is_none")]
         pub metadata: Option<Map<String, Value>>,
     }
 
     /// `sessions.set-restart-policy`: the session and the restart fields of
     /// `sessions.create`. (Serialize only: the decoder takes `session_id` out and reads the
-    /// rest as a `RestartFields`, which refuses unknown fields.)
+    /// rest as a `RestartFields`; a field it does not know is reported as ignored.)
     #[derive(Debug, Clone, PartialEq, Default, Serialize)]
     pub struct SetRestartPolicy {
         pub session_id: String,
@@ -551,13 +564,17 @@ pub(crate) mod wire {
     }
 
     /// `sessions.action`.
+    #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
     pub struct Action {
+        /// Session id (a UUID, any case).
         pub session_id: String,
+        /// What to do.
         pub action: ActionKind,
+        /// `input`/`submit`: the text, pasted (≤ 256 KiB).
         #[serde(skip_serializing_if = "Option::is_none")]
         pub input: Option<String>,
+        /// `interrupt`: `SIGINT`, `SIGTERM`, `SIGKILL`, `SIGHUP` or `SIGQUIT` to the foreground process group instead of Ctrl-C.
         #[serde(skip_serializing_if = "Option::is_none")]
         pub signal: Option<String>,
     }

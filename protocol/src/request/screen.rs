@@ -350,54 +350,80 @@ pub(crate) mod wire {
     use super::*;
     use serde::Serialize;
 
+    /// `scrollback` is a bool or a row count (`schemars` feature; the field's
+    /// `serde(default)` keeps it optional in the schema).
+    #[cfg(feature = "schemars")]
+    fn scrollback_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": ["boolean", "integer", "null"] })
+    }
+
     /// `sessions.snapshot`, `sessions.dump`, `sessions.inspect` (`cells`, `unwrap` and `tail` are the snapshot's).
+    #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
     #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
     pub struct Read {
+        /// Session id (a UUID, any case).
         pub session_id: String,
-        #[serde(skip_serializing_if = "Option::is_none")]
+        /// Scrollback rows to include: absent/false none, `true` or 0 all, N the newest N.
+        #[cfg_attr(feature = "schemars", schemars(schema_with = "scrollback_schema"))]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         pub scrollback: Option<Value>,
+        /// Per-cell text, style and OSC 133 semantics.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         pub cells: bool,
+        /// Join soft-wrapped rows into logical lines (not with `cells`).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         pub unwrap: bool,
+        /// Only the last N non-blank lines.
         #[serde(skip_serializing_if = "Option::is_none")]
         pub tail: Option<usize>,
+        /// Skip the window's first N rows (history oldest first, then the viewport): the
+        /// `next_row` of an answer cut at 16 MiB (`truncated_reason: "size_limit"`).
         #[serde(skip_serializing_if = "Option::is_none")]
         pub start_row: Option<usize>,
     }
 
     /// `sessions.run`.
+    #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
     #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
     pub struct Run {
+        /// Session id (a UUID, any case).
         pub session_id: String,
+        /// One shell command line (≤ 4096 chars), typed at the shell prompt.
         pub command: String,
-        #[serde(skip_serializing_if = "Option::is_none")]
+        /// Budget: seconds, or `30s`/`5m`/`1h` (default 600s, ≤ 3600s; 0 = no limit).
+        #[cfg_attr(
+            feature = "schemars",
+            schemars(schema_with = "crate::duration::json_schema")
+        )]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         pub timeout: Option<Value>,
     }
 
     /// `sessions.send-keys`.
+    #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
     #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
     pub struct SendKeys {
+        /// Session id (a UUID, any case).
         pub session_id: String,
+        /// Key names (`Enter`, `Up`, `F5`), chords (`C-c`, `M-x`) or text words, in order.
         pub keys: Vec<String>,
+        /// Every word is text, never a key name.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         pub literal: bool,
     }
 
     /// `sessions.paste`.
+    #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
     #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
     pub struct Paste {
+        /// Session id (a UUID, any case).
         pub session_id: String,
+        /// Text to paste (≤ 256 KiB); bracketed when the program asked for it. Does not press Enter.
         pub text: String,
     }
 
     /// `sessions.attach`.
     #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
     pub struct Attach {
         #[serde(skip_serializing_if = "Option::is_none")]
         pub session_id: Option<String>,
@@ -408,11 +434,14 @@ pub(crate) mod wire {
     }
 
     /// `sessions.resize`.
+    #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
     #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
     pub struct Resize {
+        /// Session id (a UUID, any case).
         pub session_id: String,
+        /// Columns, 2..=1000.
         pub cols: u16,
+        /// Rows, 1..=1000.
         pub rows: u16,
     }
 }

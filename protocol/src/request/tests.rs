@@ -280,13 +280,39 @@ mod decode_error_tests {
         let err = Call::decode("sessions.create", Some(json!({"location": "s3cret"}))).unwrap_err();
         assert!(!err.message.contains("s3cret"), "{}", err.message);
         assert!(err.message.contains("unknown variant"), "{}", err.message);
-        // Field names are names, not values: kept.
-        let err = Call::decode("sessions.create", Some(json!({"bogus": 1}))).unwrap_err();
+    }
+
+    /// A param the method does not take is ignored and named, at any depth; a well-formed
+    /// request reports nothing.
+    #[test]
+    fn unknown_params_are_ignored_and_reported() {
+        let (call, ignored) = Call::decode_reporting(
+            "sessions.create",
+            Some(json!({"titel": "x", "title": "t", "bogus": {"deep": 1}})),
+        )
+        .unwrap();
+        assert_eq!(ignored, ["bogus", "titel"]);
+        let Call::Create(CreateCall::Create(p)) = call else {
+            panic!("a create")
+        };
+        assert_eq!(p.title.as_deref(), Some("t"));
+        let (_, ignored) = Call::decode_reporting(
+            "sessions.list",
+            Some(json!({"metadata_filter": [{"key": "k", "value": "v", "extra": true}]})),
+        )
+        .unwrap();
+        assert_eq!(ignored, ["metadata_filter.0.extra"]);
+        let (_, ignored) =
+            Call::decode_reporting("sessions.create", Some(json!({"title": "t"}))).unwrap();
+        assert!(ignored.is_empty());
+        // A bad value is still refused, whatever else is unknown.
         assert!(
-            err.message.contains("unknown field `bogus`"),
-            "{}",
-            err.message
+            Call::decode_reporting("sessions.create", Some(json!({"cols": "x", "u": 1}))).is_err()
         );
+        // Nothing leaks into the next decode on this thread.
+        assert!(Call::decode("sessions.create", Some(json!({"zz": 1}))).is_ok());
+        let (_, ignored) = Call::decode_reporting("sessions.list", Some(json!({}))).unwrap();
+        assert!(ignored.is_empty());
     }
 }
 

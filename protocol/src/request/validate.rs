@@ -4,13 +4,40 @@
 use super::*;
 
 pub(crate) fn decode<T: DeserializeOwned>(params: Value) -> Result<T, ErrorBody> {
-    T::deserialize(&params).map_err(|e| {
+    let mut ignored = Vec::new();
+    let decoded = serde_ignored::deserialize(&params, |path| ignored.push(path.to_string()));
+    IGNORED.with(|list| {
+        if let Some(list) = list.borrow_mut().as_mut() {
+            list.extend(ignored);
+        }
+    });
+    decoded.map_err(|e| {
         ErrorBody::invalid(format!("bad params: {}", decode_error_message(&e, &params)))
             .with_remedy(
                 "send the fields the method takes, each of its type: `maxx <noun> <verb> --help` \
                  and docs/protocol.md list them",
             )
     })
+}
+
+std::thread_local! {
+    /// Params the decoders of the request being decoded on this thread did not read:
+    /// `Some` while [`collect_ignored`] runs.
+    static IGNORED: std::cell::RefCell<Option<Vec<String>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Run `decode` (a request's whole, synchronous decode) and return what it gave with the
+/// params paths (`titel`, `condition.foo`) its decoders did not read. Unknown params are
+/// ignored, never refused, so a newer client works with an older daemon; the caller is told.
+pub(crate) fn collect_ignored<T>(decode: impl FnOnce() -> T) -> (T, Vec<String>) {
+    IGNORED.with(|list| *list.borrow_mut() = Some(Vec::new()));
+    let decoded = decode();
+    let mut ignored = IGNORED
+        .with(|list| list.borrow_mut().take())
+        .unwrap_or_default();
+    ignored.sort();
+    ignored.dedup();
+    (decoded, ignored)
 }
 
 /// A serde decode error as a message that never quotes a value the caller sent (an `env`
@@ -92,8 +119,24 @@ pub(crate) fn truncate(s: &str, max: usize) -> String {
     s.chars().take(max).collect()
 }
 
-/// A session id in canonical form (uppercase hyphenated UUID).
+/// A session a caller names: a full id in canonical form (uppercase hyphenated UUID), or a
+/// prefix or `%title` selector, carried as given (uppercased) until the daemon resolves it
+/// to one session before routing (see [`crate::selector`]).
 pub fn parse_session_id(field: &str, text: &str) -> Result<String, ErrorBody> {
+    match crate::selector::Selector::parse(text) {
+        Some(selector) => Ok(selector.to_wire()),
+        None => Err(ErrorBody::invalid(format!(
+            "{field} must name a session: a session id, a prefix of one (at least {} hex \
+             digits) or %title; got {:?}",
+            crate::selector::SELECTOR_PREFIX_MIN_HEX,
+            truncate(text, 64)
+        ))
+        .with_remedy("`maxx ls` shows each session's id prefix and title")),
+    }
+}
+
+/// A UUID in canonical form (uppercase, hyphenated): a surface id.
+pub fn parse_uuid(field: &str, text: &str) -> Result<String, ErrorBody> {
     let bytes = text.as_bytes();
     let ok = bytes.len() == 36
         && bytes.iter().enumerate().all(|(i, b)| match i {
@@ -102,7 +145,7 @@ pub fn parse_session_id(field: &str, text: &str) -> Result<String, ErrorBody> {
         });
     if !ok {
         return Err(ErrorBody::invalid(format!(
-            "{field} must be a session UUID, got {:?}",
+            "{field} must be a UUID, got {:?}",
             truncate(text, 64)
         )));
     }
@@ -293,7 +336,6 @@ pub fn validate_env(env: &[String]) -> Result<Vec<(String, String)>, ErrorBody> 
 
 /// `{}`: methods without params.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub(crate) struct Empty {}
 
 /// Decode an optional `timeout` (seconds or a duration string), capped at 1 h.
@@ -398,9 +440,10 @@ pub(crate) mod wire {
     use serde::Serialize;
 
     /// Any method that names one session and nothing else (`sessions.get`, `sessions.cancel`, ...).
+    #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
     #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
     pub struct Session {
+        /// Session id (a UUID, any case).
         pub session_id: String,
     }
 }

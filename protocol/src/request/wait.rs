@@ -302,8 +302,8 @@ pub struct StreamWatchParams {
 
 /// `stream.watch` and `stream.wait` params as the wire carries them (`wire::Stream`):
 /// a filter, and for `stream.wait` what to wait for.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct RawStream {
     /// Only this group's events.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -317,8 +317,12 @@ pub struct RawStream {
     /// Replay from this cursor.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub since: Option<u64>,
-    /// Seconds or a duration string.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Seconds, or `500ms`/`30s`/`5m`/`1h` (`stream.wait`: default 30s, ≤ 3600s).
+    #[cfg_attr(
+        feature = "schemars",
+        schemars(schema_with = "crate::duration::json_schema")
+    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<Value>,
     /// `stream.wait`: the event to wait for.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -340,7 +344,7 @@ impl RawStream {
                 None => None,
             },
             surface_id: match &self.surface_id {
-                Some(id) => Some(parse_session_id("surface_id", id)?),
+                Some(id) => Some(parse_uuid("surface_id", id)?),
                 None => None,
             },
         })
@@ -427,42 +431,63 @@ pub(crate) mod wire {
     pub use super::RawStream as Stream;
 
     /// `sessions.wait`: exactly one of `lifecycle`, `state`, `event`, `until`, `regex`.
+    #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
     #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
     pub struct Wait {
+        /// Session id (a UUID, any case).
         pub session_id: String,
+        /// Wait until the lifecycle is this (level-triggered).
         #[serde(skip_serializing_if = "Option::is_none")]
         pub lifecycle: Option<Lifecycle>,
+        /// Wait until the declared status is this (level-triggered).
         #[serde(skip_serializing_if = "Option::is_none")]
         pub state: Option<String>,
+        /// Wait for a new declared event with this name (edge-triggered).
         #[serde(skip_serializing_if = "Option::is_none")]
         pub event: Option<String>,
+        /// With `event`: count audit entries after this seq as new.
         #[serde(skip_serializing_if = "Option::is_none")]
         pub since: Option<u64>,
-        #[serde(skip_serializing_if = "Option::is_none")]
+        /// Budget: seconds, or `500ms`/`30s`/`5m`/`1h` (default 30s, ≤ 3600s).
+        #[cfg_attr(
+            feature = "schemars",
+            schemars(schema_with = "crate::duration::json_schema")
+        )]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         pub timeout: Option<Value>,
+        /// Wait until a screen line contains this text (needs `output:read`).
         #[serde(skip_serializing_if = "Option::is_none")]
         pub until: Option<String>,
+        /// Wait until a screen line matches this regex (needs `output:read`).
         #[serde(skip_serializing_if = "Option::is_none")]
         pub regex: Option<String>,
+        /// With `until`/`regex`: ignore lines the user typed (OSC 133 input).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         pub output_only: bool,
     }
 
     /// `sessions.watch`.
+    #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
     #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
     pub struct Watch {
+        /// Session id (a UUID, any case).
         pub session_id: String,
-        #[serde(skip_serializing_if = "Option::is_none")]
+        /// How long to watch: seconds, or `30s`/`5m`/`1h`.
+        #[cfg_attr(
+            feature = "schemars",
+            schemars(schema_with = "crate::duration::json_schema")
+        )]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         pub timeout: Option<Value>,
     }
 
     /// `sessions.events`.
+    #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
     #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields)]
     pub struct Events {
+        /// Session id (a UUID, any case).
         pub session_id: String,
+        /// Only entries with a seq above this.
         #[serde(default)]
         pub since: u64,
         /// Entries per answer (1..=1000); absent = the maximum.
