@@ -81,6 +81,8 @@ pub struct Tuning {
     pub max_long_lived: usize,
     /// The in-memory audit logs' bounds.
     pub audit: maxx_actors::audit_log::AuditLimits,
+    /// Bytes the answers of screen reads in flight may hold together.
+    pub screen_read_bytes: usize,
 }
 
 /// `maxx daemon [--detach]`: the flags to a foreground daemon, or to a detached one's
@@ -98,6 +100,8 @@ pub fn command(target: &Target, d: DaemonArgs) -> i32 {
             d.audit_session_bytes.to_string(),
             "--audit-total-bytes".to_string(),
             d.audit_total_bytes.to_string(),
+            "--screen-read-bytes".to_string(),
+            d.screen_read_bytes.to_string(),
         ];
         if d.fsync {
             extra.push("--fsync".into());
@@ -123,6 +127,7 @@ pub fn command(target: &Target, d: DaemonArgs) -> i32 {
                 session_max: d.audit_session_bytes,
                 total_max: d.audit_total_bytes,
             },
+            screen_read_bytes: d.screen_read_bytes,
         },
     )
 }
@@ -170,6 +175,7 @@ pub fn run_foreground(
         retain_records: tuning.retain_records,
         max_long_lived: tuning.max_long_lived,
         audit: tuning.audit,
+        screen_read_bytes: tuning.screen_read_bytes,
     };
     let mut ready_fd = ready_fd;
     let result = runtime.block_on(async {

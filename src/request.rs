@@ -363,6 +363,7 @@ pub fn sessions_snapshot(a: SnapshotArgs) -> Request {
         cells: a.cells,
         unwrap: a.unwrap,
         tail: a.tail,
+        start_row: a.start_row,
     };
     Request::new("sessions.snapshot", p)
 }
@@ -371,6 +372,7 @@ pub fn sessions_dump(a: DumpArgs) -> Request {
     let p = wire::Read {
         session_id: a.session_id,
         scrollback: a.scrollback.then_some(Value::Bool(true)),
+        start_row: a.start_row,
         ..Default::default()
     };
     Request::new("sessions.dump", p)

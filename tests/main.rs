@@ -8,6 +8,7 @@ mod hostile_audit;
 mod hostile_daemon;
 mod hostile_gates;
 mod hostile_persist;
+mod hostile_screen;
 mod hostile_streams;
 mod hostile_waits;
 mod human;

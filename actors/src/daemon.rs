@@ -30,6 +30,8 @@ pub struct DaemonConfig {
     pub max_long_lived: usize,
     /// The in-memory audit logs' bounds (per session and in all).
     pub audit: crate::audit_log::AuditLimits,
+    /// Bytes the answers of screen reads in flight may hold together.
+    pub screen_read_bytes: usize,
 }
 
 /// Why the daemon could not start or stopped abnormally.
@@ -178,6 +180,7 @@ pub async fn run(
         bin_dir: config.bin_dir.clone(),
         stats: Arc::new(crate::stats::Stats {
             audit_limits: config.audit,
+            screen_read_limit: crate::stats::ScreenReadLimit(config.screen_read_bytes),
             ..Default::default()
         }),
     });

@@ -3,7 +3,9 @@
 //! behind; operators use them to spot leaks.
 
 use maxx_protocol::error::{ErrorBody, ErrorCode};
-use maxx_protocol::limits::{STREAM_CLIENT_MAX_BYTES, STREAM_TOTAL_MAX_BYTES};
+use maxx_protocol::limits::{
+    SCREEN_READ_TOTAL_MAX_BYTES, STREAM_CLIENT_MAX_BYTES, STREAM_TOTAL_MAX_BYTES,
+};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -89,6 +91,24 @@ pub struct Stats {
     pub audit_evicted: AtomicI64,
     /// The audit logs' bounds.
     pub audit_limits: crate::audit_log::AuditLimits,
+    /// Bytes the answers of screen reads in flight hold, from their encoding until their
+    /// write ends (at most `screen_read_limit`; see [`ReadCharge`]).
+    pub screen_read_bytes: AtomicI64,
+    /// Screen reads refused `busy` since start because their answer did not fit that budget.
+    pub screen_reads_refused: AtomicI64,
+    /// The bound on `screen_read_bytes` (`maxx daemon --screen-read-bytes`).
+    pub screen_read_limit: ScreenReadLimit,
+}
+
+/// The bytes the answers of all screen reads in flight may hold together:
+/// `SCREEN_READ_TOTAL_MAX_BYTES` unless `maxx daemon --screen-read-bytes` says otherwise.
+#[derive(Debug, Clone, Copy)]
+pub struct ScreenReadLimit(pub usize);
+
+impl Default for ScreenReadLimit {
+    fn default() -> Self {
+        ScreenReadLimit(SCREEN_READ_TOTAL_MAX_BYTES)
+    }
 }
 
 /// A point-in-time copy, as `daemon.stats` reports it.
@@ -138,6 +158,12 @@ pub struct StatsSnapshot {
     pub stream_queued_bytes: i64,
     /// Stream clients dropped as slow consumers since start.
     pub slow_consumers_dropped: i64,
+    /// Bytes the answers of screen reads in flight hold right now.
+    pub screen_read_bytes: i64,
+    /// The bound on them (`SCREEN_READ_TOTAL_MAX_BYTES`, or `--screen-read-bytes`).
+    pub screen_read_max_bytes: usize,
+    /// Screen reads refused `busy` since start because that bound was reached.
+    pub screen_reads_refused: i64,
 }
 
 impl Stats {
@@ -167,12 +193,65 @@ impl Stats {
             heap_resident: heap.resident,
             stream_queued_bytes: self.stream_queued_bytes.load(Ordering::Relaxed),
             slow_consumers_dropped: self.slow_consumers_dropped.load(Ordering::Relaxed),
+            screen_read_bytes: self.screen_read_bytes.load(Ordering::Relaxed),
+            screen_read_max_bytes: self.screen_read_limit.0,
+            screen_reads_refused: self.screen_reads_refused.load(Ordering::Relaxed),
         }
     }
 
     /// Add `n` (may be negative) to a counter.
     pub fn add(counter: &AtomicI64, n: i64) {
         counter.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+/// What one screen read's answer holds of the daemon-wide budget for answers in flight
+/// ([`ScreenReadLimit`]), taken before the answer is written into its buffer and
+/// given back when it is dropped: after its bytes were written to the client (or the write
+/// failed or timed out).
+#[derive(Debug)]
+pub struct ReadCharge {
+    stats: Arc<Stats>,
+    bytes: i64,
+}
+
+impl ReadCharge {
+    /// Charge `bytes`, or refuse (`busy`, counted in `screen_reads_refused`) when the
+    /// answers in flight would then hold more than the budget. `method` names the read.
+    pub fn take(stats: &Arc<Stats>, bytes: usize, method: &str) -> Result<ReadCharge, ErrorBody> {
+        let n = bytes as i64;
+        let limit = stats.screen_read_limit.0;
+        let before = stats.screen_read_bytes.fetch_add(n, Ordering::Relaxed);
+        if before + n > limit as i64 {
+            stats.screen_read_bytes.fetch_sub(n, Ordering::Relaxed);
+            Stats::add(&stats.screen_reads_refused, 1);
+            return Err(ErrorBody::new(
+                ErrorCode::Busy,
+                format!(
+                    "refused {method}: its answer takes {:.1} MiB and the screen reads in \
+                     flight already hold {:.1} of the {} MiB the daemon allows them",
+                    n as f64 / 1048576.0,
+                    before as f64 / 1048576.0,
+                    limit >> 20
+                ),
+            )
+            .with_remedy(
+                "retry shortly (an answer's share returns once it is written), or ask for \
+                 less: no cells, a smaller scrollback, or a start_row; see `maxx daemon stats`",
+            ));
+        }
+        Ok(ReadCharge {
+            stats: stats.clone(),
+            bytes: n,
+        })
+    }
+}
+
+impl Drop for ReadCharge {
+    fn drop(&mut self) {
+        self.stats
+            .screen_read_bytes
+            .fetch_sub(self.bytes, Ordering::Relaxed);
     }
 }
 

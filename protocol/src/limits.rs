@@ -187,6 +187,24 @@ pub const RAW_RING_BYTES: usize = 1024 * 1024;
 pub const DEFAULT_SCROLLBACK_LINES: usize = 10_000;
 /// Largest scrollback a session may ask for.
 pub const MAX_SCROLLBACK_LINES: usize = 100_000;
+/// Most cells a session's screen may have, viewport and scrollback together:
+/// `cols x (rows + scrollback_lines)`, checked at create and resize (`invalid_request`).
+/// The terminal emulator keeps ~24 bytes a cell, so one grid stays under ~400 MiB (the
+/// bounds on each dimension alone allowed 1000 x 101,000 cells, ~2.4 GB). It admits every
+/// size up to 1000x1000 at the default scrollback (11M cells) and the largest scrollback up
+/// to 160 columns.
+pub const GRID_MAX_CELLS: u64 = 16 * 1024 * 1024;
+/// Bytes one screen read's answer (`sessions.snapshot`, `sessions.dump`,
+/// `sessions.inspect`) may take, as the JSON line's `result`. Past it the answer holds the
+/// window's first rows that fit, whole, with `truncated_reason: "size_limit"` and `next_row`
+/// (pass it as `start_row` for the rest). A quarter of the CLI's [`RESPONSE_LINE_MAX_BYTES`];
+/// holds any screen's text (1000x1000 chars of up to 4 bytes) and ~84,000 styled cells
+/// (~200 bytes of JSON each).
+pub const SCREEN_ANSWER_MAX_BYTES: usize = 16 * 1024 * 1024;
+/// Bytes the answers of all screen reads in flight may hold together, from their encoding
+/// until their write ends; a read whose answer would pass it is refused `busy`. Four
+/// answers at the cap (`maxx daemon --screen-read-bytes` sets another).
+pub const SCREEN_READ_TOTAL_MAX_BYTES: usize = 4 * SCREEN_ANSWER_MAX_BYTES;
 /// Largest `wait --until`/`--regex` pattern.
 pub const PATTERN_MAX_BYTES: usize = 4096;
 /// Default budget of `sessions.run`.
@@ -211,3 +229,10 @@ pub const SERDE_JSON_MAX_NESTING: usize = 127;
 pub const PARAMS_MAX_DEPTH: usize = JSON_MAX_DEPTH + 2;
 
 const _: () = assert!(PARAMS_MAX_DEPTH + PERSIST_WRAP_DEPTH <= SERDE_JSON_MAX_NESTING);
+// A screen answer, with the response envelope around it, is always readable by the CLI.
+const _: () = assert!(SCREEN_ANSWER_MAX_BYTES + 4096 <= RESPONSE_LINE_MAX_BYTES);
+// The largest viewport at the default scrollback is a valid grid.
+const _: () = assert!(
+    MAX_DIMENSION as u64 * (MAX_DIMENSION as u64 + DEFAULT_SCROLLBACK_LINES as u64)
+        <= GRID_MAX_CELLS
+);

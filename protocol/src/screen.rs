@@ -128,12 +128,20 @@ pub struct ScreenState {
     /// Soft-wrapped rows (absent with `unwrap`, where they are already joined).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub soft_wrap: Option<SoftWrap>,
-    /// Whether the requested window reaches past what is retained.
+    /// Whether the answer lacks rows of the requested window: they are past what is retained
+    /// (`history_limit`), or past what one answer may hold (`size_limit`, with `next_row`).
     pub truncated: bool,
-    /// Why, when truncated.
+    /// Why, when truncated: `"history_limit"` (rows asked for were dropped by the
+    /// scrollback limit) or `"size_limit"` (the answer reached
+    /// [`SCREEN_ANSWER_MAX_BYTES`](crate::limits::SCREEN_ANSWER_MAX_BYTES) and holds only the
+    /// window's rows up to `next_row`).
     pub truncated_reason: Option<String>,
     /// Title from OSC 0/2.
     pub title: Option<String>,
+    /// Only in an answer cut for size: the window row (history rows oldest first, then the
+    /// viewport's) its rows stop before; ask again with `start_row` set to it for the rest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_row: Option<u64>,
 }
 
 /// `sessions.run`: the result of a command run between printed sentinels.

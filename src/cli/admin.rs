@@ -90,6 +90,11 @@ pub struct DaemonArgs {
     #[arg(long, default_value_t = maxx_protocol::limits::AUDIT_TOTAL_MAX_BYTES, value_name = "BYTES",
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub audit_total_bytes: usize,
+    /// Bytes the answers of all screen reads in flight (snapshot, dump, inspect, attach
+    /// repaints) may hold together until written; a read past it is answered `busy`.
+    #[arg(long, default_value_t = maxx_protocol::limits::SCREEN_READ_TOTAL_MAX_BYTES, value_name = "BYTES",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub screen_read_bytes: usize,
     /// Internal: this process is the detached daemon.
     #[arg(long, hide = true)]
     pub detached_child: bool,

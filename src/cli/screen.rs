@@ -24,6 +24,10 @@ pub struct SnapshotArgs {
     /// At least the viewport, plus history rows to make N.
     #[arg(long, value_name = "N")]
     pub tail: Option<usize>,
+    /// Skip the window's first N rows (history oldest first, then the viewport): pass the
+    /// `next_row` of an answer cut at 16 MiB (`truncated_reason: "size_limit"`).
+    #[arg(long, value_name = "N")]
+    pub start_row: Option<usize>,
     /// Accepted for scripts; output is always JSON.
     #[arg(long)]
     pub json: bool,
@@ -39,6 +43,9 @@ pub struct DumpArgs {
     /// Prepend all retained history.
     #[arg(long)]
     pub scrollback: bool,
+    /// Skip the first N rows: pass the `next_row` of an answer cut at 16 MiB.
+    #[arg(long, value_name = "N")]
+    pub start_row: Option<usize>,
 }
 
 #[derive(Args, Debug)]

@@ -109,8 +109,14 @@ impl Actor for ConnectionActor {
         {
             let stats = ctx.spawn.stats.clone();
             Stats::add(&stats.connections, 1);
-            if let Some(response) = serve(&mut stream, &ctx).await {
-                let _ = write_bounded(&mut stream, &response.to_line()).await;
+            match serve(&mut stream, &ctx).await {
+                Some(Outgoing::Response(response)) => {
+                    let _ = write_bounded(&mut stream, &response.to_line()).await;
+                }
+                Some(Outgoing::Read(answer, id, warnings)) => {
+                    let _ = write_read_answer(&mut stream, answer, id, &warnings).await;
+                }
+                None => {}
             }
             let _ = stream.shutdown().await;
             drop(stream);
@@ -140,6 +146,62 @@ async fn write_bounded<W: AsyncWrite + Unpin>(w: &mut W, bytes: &[u8]) -> std::i
             Err(std::io::ErrorKind::TimedOut.into())
         }
     }
+}
+
+/// What a connection answers with: a response, or a screen read's answer, whose `result`
+/// the session's actor already encoded (it is written as it is, never copied into a
+/// `Value` or a second buffer).
+enum Outgoing {
+    Response(Response),
+    /// The answer, the request's `id` and the warnings the response carries.
+    Read(ReadAnswer, Option<Value>, Vec<Warning>),
+}
+
+impl From<Response> for Outgoing {
+    fn from(response: Response) -> Self {
+        Outgoing::Response(response)
+    }
+}
+
+/// Write a screen read's answer as the response line `{"ok":true,"result":…,"id":…,
+/// "warnings":…}` (the bytes serde writes for a [`Response`]; `id` and `warnings` only when
+/// there are some), within [`RESPONSE_WRITE_TIMEOUT`]. Its charge
+/// against the budget for answers in flight is given back once the write has ended, however
+/// it ended.
+async fn write_read_answer<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    answer: ReadAnswer,
+    id: Option<Value>,
+    warnings: &[Warning],
+) -> std::io::Result<()> {
+    let mut tail = Vec::new();
+    if let Some(id) = &id {
+        tail.extend_from_slice(b",\"id\":");
+        serde_json::to_writer(&mut tail, id)?;
+    }
+    if !warnings.is_empty() {
+        tail.extend_from_slice(b",\"warnings\":");
+        serde_json::to_writer(&mut tail, warnings)?;
+    }
+    tail.extend_from_slice(b"}\n");
+    let write = async {
+        w.write_all(b"{\"ok\":true,\"result\":").await?;
+        w.write_all(&answer.json).await?;
+        w.write_all(&tail).await
+    };
+    let result = match tokio::time::timeout(RESPONSE_WRITE_TIMEOUT, write).await {
+        Ok(result) => result,
+        Err(_) => {
+            tracing::info!(
+                bytes = answer.json.len(),
+                "client took no answer within {}s; closing",
+                RESPONSE_WRITE_TIMEOUT.as_secs()
+            );
+            Err(std::io::ErrorKind::TimedOut.into())
+        }
+    };
+    drop(answer);
+    result
 }
 
 /// A held long-lived slot; counted in `daemon.stats` `long_lived` until dropped.
@@ -291,11 +353,11 @@ struct Request {
 }
 
 /// Serve one request. `None` when the answer was already streamed.
-async fn serve(stream: &mut UnixStream, ctx: &DaemonContext) -> Option<Response> {
+async fn serve(stream: &mut UnixStream, ctx: &DaemonContext) -> Option<Outgoing> {
     let stats = ctx.spawn.stats.clone();
     let (line, held) = match read_request_line(stream, &stats).await {
         Ok(read) => read,
-        Err(e) => return Some(Response::err(e)),
+        Err(e) => return Some(Response::err(e).into()),
     };
     let decoded = decode_request(&line, ctx);
     // Authenticated or refused: the line no longer counts against the budget, and is not
@@ -312,27 +374,27 @@ async fn serve(stream: &mut UnixStream, ctx: &DaemonContext) -> Option<Response>
         warnings,
     } = match decoded {
         Ok(request) => request,
-        Err(response) => return Some(*response),
+        Err(response) => return Some((*response).into()),
     };
     tracing::debug!(method = call.method(), caller, "request");
     // The policy decides before anything runs — before any session or parent lookup, so a
     // denied caller learns nothing about which ids exist.
     if let Err(e) = authorize(&call, call.capabilities(), claimed.clone(), confirm, ctx).await {
-        return Some(Response::err(e).with_id(id));
+        return Some(Response::err(e).with_id(id).into());
     }
     if let Err(e) = authorize_new_command(&call, claimed, confirm, ctx).await {
-        return Some(Response::err(e).with_id(id));
+        return Some(Response::err(e).with_id(id).into());
     }
     if let Some((method, params)) = selectors {
         match resolve_selectors(&method, params, ctx).await {
             Ok(resolved) => call = resolved,
-            Err(e) => return Some(Response::err(e).with_id(id)),
+            Err(e) => return Some(Response::err(e).with_id(id).into()),
         }
     }
     let _slot = if call.is_long_lived() {
         match long_lived_slot(ctx, call.method()) {
             Ok(slot) => Some(slot),
-            Err(e) => return Some(Response::err(e).with_id(id)),
+            Err(e) => return Some(Response::err(e).with_id(id).into()),
         }
     } else {
         None
@@ -357,6 +419,10 @@ async fn serve(stream: &mut UnixStream, ctx: &DaemonContext) -> Option<Response>
             }
         }
         Call::Screen(ScreenCall::Run(p)) => run(p, ctx).await,
+        Call::Screen(ScreenCall::Read(p)) => match read_screen(p, &caller, ctx).await {
+            Ok(answer) => return Some(Outgoing::Read(answer, id, warnings)),
+            Err(e) => Err(e),
+        },
         other => route(other, &caller, ctx).await,
     };
     let mut response = match result {
@@ -365,7 +431,7 @@ async fn serve(stream: &mut UnixStream, ctx: &DaemonContext) -> Option<Response>
     }
     .with_id(id);
     response.warnings = warnings;
-    Some(response)
+    Some(response.into())
 }
 
 /// Parse, authenticate and decode a request line; any failure is the response to send.

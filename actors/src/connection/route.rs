@@ -118,19 +118,6 @@ async fn session_request(
         .session_id()
         .ok_or_else(|| ErrorBody::internal("a session method without a session"))?
         .to_string();
-    if let Call::Screen(ScreenCall::Read(_)) = &call {
-        // A closed or archived session released its screen with its surface: answer
-        // without waking its actor.
-        let lifecycle = ask(
-            &ctx.registry,
-            |r| RegistryMsg::Lifecycle(id.clone(), r),
-            ACTOR_CALL_TIMEOUT,
-        )
-        .await?;
-        if lifecycle.is_some_and(|l| l.is_terminal()) {
-            return Err(ErrorBody::ended(&id, "its screen went with its surface"));
-        }
-    }
     let budget = if input {
         INPUT_TIMEOUT
     } else {
@@ -150,13 +137,52 @@ async fn session_request(
     Ok(reply_json(reply, &id))
 }
 
+/// `sessions.snapshot`, `dump`, `inspect`: the session's actor answers with the bytes of
+/// the `result`, already encoded and charged (`session::ReadAnswer`).
+pub(super) async fn read_screen(
+    p: maxx_protocol::request::ReadParams,
+    caller: &str,
+    ctx: &DaemonContext,
+) -> Result<ReadAnswer, ErrorBody> {
+    let id = p.session_id.clone();
+    // A closed or archived session released its screen with its surface: answer without
+    // waking its actor.
+    let lifecycle = ask(
+        &ctx.registry,
+        |r| RegistryMsg::Lifecycle(id.clone(), r),
+        ACTOR_CALL_TIMEOUT,
+    )
+    .await?;
+    if lifecycle.is_some_and(|l| l.is_terminal()) {
+        return Err(ErrorBody::ended(&id, "its screen went with its surface"));
+    }
+    let call = Call::Screen(ScreenCall::Read(p));
+    let reply = ask_session(
+        ctx,
+        &id,
+        |reply| SessionMsg::Request {
+            call: call.clone(),
+            caller: caller.to_string(),
+            reply,
+        },
+        ACTOR_CALL_TIMEOUT,
+    )
+    .await??;
+    match reply {
+        SessionReply::Read(answer) => Ok(answer),
+        _ => Err(ErrorBody::internal(
+            "a screen read answered with something else",
+        )),
+    }
+}
+
 /// A session's answer as the response's `result`.
 fn reply_json(reply: SessionReply, session_id: &str) -> Value {
     match reply {
         SessionReply::View(view) => session_result(view),
-        SessionReply::Read(ReadAnswer::Snapshot(s)) => json!(s),
-        SessionReply::Read(ReadAnswer::Dump(text)) => json!({ "text": text }),
-        SessionReply::Read(ReadAnswer::Inspect(doc)) => json!(doc),
+        // Screen reads go through `read_screen`; their bytes are never made a `Value`.
+        SessionReply::Read(answer) => serde_json::from_slice(&answer.json)
+            .unwrap_or_else(|_| json!({ "error": "unreadable screen answer" })),
         SessionReply::Resized(result) => json!(result),
         SessionReply::Events(page) => {
             let mut answer = json!({

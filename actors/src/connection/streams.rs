@@ -619,7 +619,7 @@ pub(super) async fn attach(
     )
     .await?;
     drop(tx);
-    let (sub, view, repaint) = attached?;
+    let (sub, view, repaint, repaint_charge) = attached?;
     let (mut read_half, mut write_half) = stream.split();
     let mut first = Response::ok(json!({ "session": view }));
     first.warnings = warnings.to_vec();
@@ -633,6 +633,9 @@ pub(super) async fn attach(
         let never = std::future::pending::<()>();
         tokio::pin!(never);
         pump.write(&mut write_half, &first, &mut never).await?;
+        // Written: the repaint is not held for the attachment's life, nor charged.
+        drop(first);
+        drop(repaint_charge);
         loop {
             let (chunk, n) = pump.next(&mut never, None, false).await?;
             let written = pump.write(&mut write_half, &chunk, &mut never).await;

@@ -7,7 +7,7 @@ use alacritty_terminal::index::{Column, Line};
 use alacritty_terminal::term::cell::{Cell, Flags};
 use alacritty_terminal::term::TermMode;
 use alacritty_terminal::vte::ansi::{Color, CursorShape, NamedColor};
-use maxx_protocol::screen::{CellColor, CellStyle, StyledCell};
+use maxx_protocol::screen::{CellColor, CellStyle, Semantic, StyledCell};
 
 impl Grid {
     /// Bytes that draw this screen on a fresh terminal, as `maxx attach` shows it: the
@@ -120,31 +120,7 @@ impl Grid {
         let row = &self.term.grid()[Line(line)];
         for col in 0..self.term.columns() {
             let cell = &row[Column(col)];
-            if cell.flags.contains(Flags::WIDE_CHAR_SPACER) {
-                continue;
-            }
-            let style = CellStyle {
-                bold: cell.flags.contains(Flags::BOLD),
-                dim: cell.flags.contains(Flags::DIM),
-                italic: cell.flags.contains(Flags::ITALIC),
-                underline: cell.flags.intersects(Flags::ALL_UNDERLINES),
-                inverse: cell.flags.contains(Flags::INVERSE),
-                hidden: cell.flags.contains(Flags::HIDDEN),
-                strikethrough: cell.flags.contains(Flags::STRIKEOUT),
-                fg: color(cell.fg, NamedColor::Foreground),
-                bg: color(cell.bg, NamedColor::Background),
-            };
-            let plain = !(style.bold
-                || style.dim
-                || style.italic
-                || style.underline
-                || style.inverse
-                || style.hidden
-                || style.strikethrough)
-                && style.fg == CellColor::Default
-                && style.bg == CellColor::Default;
-            let semantic = semantic(cell);
-            if !plain || semantic.is_some() {
+            if let Some((style, semantic)) = listed(cell) {
                 out.push(StyledCell {
                     col: col as u16,
                     row: row_index,
@@ -155,6 +131,90 @@ impl Grid {
             }
         }
     }
+
+    /// [`Grid::styled_cells`] as JSON, each cell followed by a comma, straight into `out`
+    /// (the bytes serde writes for a [`StyledCell`], without building one: a snapshot
+    /// encodes up to ~84,000 of them twice). Returns how many cells were written.
+    pub fn styled_cells_json(&self, line: i32, row_index: u32, out: &mut Vec<u8>) -> usize {
+        use std::io::Write;
+        let row = &self.term.grid()[Line(line)];
+        let mut n = 0;
+        for col in 0..self.term.columns() {
+            let cell = &row[Column(col)];
+            let Some((style, semantic)) = listed(cell) else {
+                continue;
+            };
+            n += 1;
+            let _ = write!(out, "{{\"col\":{col},\"row\":{row_index},");
+            match semantic {
+                Some(Semantic::Prompt) => out.extend_from_slice(b"\"semantic\":\"Prompt\","),
+                Some(Semantic::Input) => out.extend_from_slice(b"\"semantic\":\"Input\","),
+                None => {}
+            }
+            out.extend_from_slice(b"\"text\":");
+            let mut buf = [0u8; 4];
+            let _ = serde_json::to_writer(&mut *out, &*cell.c.encode_utf8(&mut buf));
+            let _ = write!(
+                out,
+                ",\"style\":{{\"bold\":{},\"dim\":{},\"italic\":{},\"underline\":{},\
+                 \"inverse\":{},\"hidden\":{},\"strikethrough\":{},\"fg\":",
+                style.bold,
+                style.dim,
+                style.italic,
+                style.underline,
+                style.inverse,
+                style.hidden,
+                style.strikethrough
+            );
+            color_json(&style.fg, out);
+            out.extend_from_slice(b",\"bg\":");
+            color_json(&style.bg, out);
+            out.extend_from_slice(b"}},");
+        }
+        n
+    }
+}
+
+/// A cell's style and semantic, when it is listed: a non-default style or a semantic. The
+/// right half of a double-width glyph never is.
+fn listed(cell: &Cell) -> Option<(CellStyle, Option<Semantic>)> {
+    if cell.flags.contains(Flags::WIDE_CHAR_SPACER) {
+        return None;
+    }
+    let style = CellStyle {
+        bold: cell.flags.contains(Flags::BOLD),
+        dim: cell.flags.contains(Flags::DIM),
+        italic: cell.flags.contains(Flags::ITALIC),
+        underline: cell.flags.intersects(Flags::ALL_UNDERLINES),
+        inverse: cell.flags.contains(Flags::INVERSE),
+        hidden: cell.flags.contains(Flags::HIDDEN),
+        strikethrough: cell.flags.contains(Flags::STRIKEOUT),
+        fg: color(cell.fg, NamedColor::Foreground),
+        bg: color(cell.bg, NamedColor::Background),
+    };
+    let plain = !(style.bold
+        || style.dim
+        || style.italic
+        || style.underline
+        || style.inverse
+        || style.hidden
+        || style.strikethrough)
+        && style.fg == CellColor::Default
+        && style.bg == CellColor::Default;
+    let semantic = semantic(cell);
+    (!plain || semantic.is_some()).then_some((style, semantic))
+}
+
+/// A [`CellColor`] as serde writes it.
+fn color_json(c: &CellColor, out: &mut Vec<u8>) {
+    use std::io::Write;
+    let _ = match c {
+        CellColor::Default => out.write_all(b"\"default\""),
+        CellColor::Palette { index } => write!(out, "{{\"palette\":{{\"index\":{index}}}}}"),
+        CellColor::Rgb { r, g, b } => {
+            write!(out, "{{\"rgb\":{{\"r\":{r},\"g\":{g},\"b\":{b}}}}}")
+        }
+    };
 }
 
 /// The SGR parameters that draw `cell`'s attributes and colours (`0` first, so each

@@ -26,7 +26,10 @@
 //! Layout: this file parses (the ring, feeding, the OSC 133 scan, reading rows); `encode.rs`
 //! turns the grid into repaint bytes and styled cells.
 
+mod answer;
 mod encode;
+
+pub use answer::SnapshotHead;
 
 use alacritty_terminal::grid::Dimensions;
 use alacritty_terminal::index::{Column, Line};

@@ -40,7 +40,7 @@ use crate::stats::Stats;
 use maxx_protocol::audit::AuditEntry;
 use maxx_protocol::error::{ErrorBody, ErrorCode};
 use maxx_protocol::request::{CreateParams, WaitCondition};
-use maxx_protocol::screen::{InspectDoc, RunResult, ScreenState};
+use maxx_protocol::screen::RunResult;
 use maxx_protocol::session::{Lifecycle, Outcome, SessionView};
 use ractor::{Actor, ActorProcessingErr, ActorRef, DerivedActorRef, RpcReplyPort};
 use serde_json::Value;
@@ -172,18 +172,20 @@ pub struct WaitAnswer {
     pub input_marks: bool,
 }
 
-/// An attachment's start: its id, the record, and bytes that repaint the screen.
-pub type Attached = (u64, SessionView, Vec<u8>);
+/// An attachment's start: its id, the record, bytes that repaint the screen, and their
+/// charge against the budget for screen reads in flight (dropped once they are written).
+pub type Attached = (u64, SessionView, Vec<u8>, crate::stats::ReadCharge);
 
-/// A screen read's answer.
-#[derive(Debug, Clone)]
-pub enum ReadAnswer {
-    /// `sessions.snapshot`.
-    Snapshot(Box<ScreenState>),
-    /// `sessions.dump`.
-    Dump(String),
-    /// `sessions.inspect`.
-    Inspect(Box<InspectDoc>),
+/// A screen read's answer (`sessions.snapshot`, `dump`, `inspect`): the JSON of its
+/// `result`, encoded by the session's actor straight from the grid and at most
+/// `SCREEN_ANSWER_MAX_BYTES`, with its share of the daemon's budget for answers in flight,
+/// held until the connection has written it.
+#[derive(Debug)]
+pub struct ReadAnswer {
+    /// The `result` as JSON.
+    pub json: Vec<u8>,
+    /// Its charge against `SCREEN_READ_TOTAL_MAX_BYTES`; given back when dropped.
+    pub charge: crate::stats::ReadCharge,
 }
 
 struct RunWaiter {
@@ -458,7 +460,24 @@ impl SessionActor {
                 state.next_id += 1;
                 let id = state.next_id;
                 let (repaint, upto) = state.model.attach();
-                if reply.send(Ok((id, state.view.clone(), repaint))).is_ok() {
+                // The repaint is a screen read: it holds its share of the budget for read
+                // answers in flight until the connection has written it.
+                let charge = match crate::stats::ReadCharge::take(
+                    &state.spawn.stats,
+                    repaint.len(),
+                    "sessions.attach",
+                ) {
+                    Ok(charge) => charge,
+                    Err(e) => {
+                        let _ = reply.send(Err(e));
+                        state.attachers_changed();
+                        return Ok(());
+                    }
+                };
+                if reply
+                    .send(Ok((id, state.view.clone(), repaint, charge)))
+                    .is_ok()
+                {
                     state.attachers.push((id, upto, output));
                 }
                 state.attachers_changed();

@@ -117,7 +117,7 @@ impl SessionState {
                 let read =
                     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.read(&params)));
                 let _ = reply.send(match read {
-                    Ok(answer) => Ok(SessionReply::Read(answer)),
+                    Ok(answer) => answer.map(SessionReply::Read),
                     Err(_) => {
                         tracing::error!(session = %self.view.session_id, "a screen read panicked");
                         Err(ErrorBody::internal(

@@ -2,19 +2,19 @@
 //! bookkeeping and screen reads.
 
 use super::{ReadAnswer, Reply, RunWaiter, SessionMsg, SessionReply, SessionState};
-use crate::grid::{logical, Row};
+use crate::grid::{logical, SnapshotHead};
 use crate::pty::{Pty, PumpEvent};
 use crate::registry::RegistryMsg;
 use crate::screen::ScreenEvent;
 use crate::screen_model::{recent_rows, GridGuard};
+use crate::stats::ReadCharge;
 use maxx_protocol::error::{ErrorBody, ErrorCode};
-use maxx_protocol::limits::RUN_OUTPUT_MAX_BYTES;
+use maxx_protocol::limits::{RUN_OUTPUT_MAX_BYTES, SCREEN_ANSWER_MAX_BYTES};
 use maxx_protocol::request::{
     ActionKind, ActionParams, InterruptSignal, ReadKind, ReadParams, ScrollbackWindow,
 };
 use maxx_protocol::screen::{
-    Cursor, Foreground, InspectDoc, ResizeResult, RunResult, ScreenState, ScrollbackInfo, Size,
-    SoftWrap, SCREEN_SCHEMA,
+    Foreground, InspectDoc, ResizeResult, RunResult, ScrollbackInfo, Size, SCREEN_SCHEMA,
 };
 use maxx_protocol::session::{Lifecycle, SessionView};
 use nix::sys::signal::Signal;
@@ -329,6 +329,8 @@ impl SessionState {
         let Some(pty) = &self.pty else {
             return Err(ErrorBody::ended(&self.view.session_id, "it is closed"));
         };
+        // Refused before anything changes: the screen may not pass GRID_MAX_CELLS.
+        maxx_protocol::request::check_grid(size.cols, size.rows, self.scrollback_lines)?;
         let applied = pty
             .resize(size.cols, size.rows)
             .map_err(|e| ErrorBody::internal(format!("resize failed: {e}")))?;
@@ -346,23 +348,27 @@ impl SessionState {
         })
     }
 
-    pub(super) fn read(&mut self, p: &ReadParams) -> ReadAnswer {
-        match p.kind {
-            ReadKind::Snapshot => ReadAnswer::Snapshot(Box::new(self.snapshot(p))),
+    /// A screen read, answered as the bytes of its JSON `result` (see `grid/answer.rs`):
+    /// at most `SCREEN_ANSWER_MAX_BYTES`, charged to the daemon's budget for answers in
+    /// flight before it is written (`busy` when it does not fit).
+    pub(super) fn read(&mut self, p: &ReadParams) -> Result<ReadAnswer, ErrorBody> {
+        let stats = self.spawn.stats.clone();
+        let method = match p.kind {
+            ReadKind::Snapshot => "sessions.snapshot",
+            ReadKind::Dump => "sessions.dump",
+            ReadKind::Inspect => "sessions.inspect",
+        };
+        let charge = |bytes: usize| ReadCharge::take(&stats, bytes, method);
+        let (json, charge) = match p.kind {
+            ReadKind::Snapshot => self.snapshot(p, charge)?,
             ReadKind::Dump => {
                 let grid = self.grid();
-                let from = match p.scrollback {
+                let history = match p.scrollback {
                     ScrollbackWindow::None => 0,
-                    ScrollbackWindow::All => grid.history() as i32,
-                    ScrollbackWindow::Last(n) => n.min(grid.history()) as i32,
+                    ScrollbackWindow::All => grid.history(),
+                    ScrollbackWindow::Last(n) => n.min(grid.history()),
                 };
-                let mut rows: Vec<String> = (-from..grid.rows() as i32)
-                    .map(|l| grid.row(l).text)
-                    .collect();
-                while rows.last().is_some_and(|r| r.is_empty()) {
-                    rows.pop();
-                }
-                ReadAnswer::Dump(rows.join("\n"))
+                grid.dump_json(history, p.start_row, SCREEN_ANSWER_MAX_BYTES, charge)?
             }
             ReadKind::Inspect => {
                 let flags = self.model.flags();
@@ -381,7 +387,7 @@ impl SessionState {
                     self.view.terminal_title.clone(),
                 );
                 let grid = self.grid();
-                ReadAnswer::Inspect(Box::new(InspectDoc {
+                let doc = InspectDoc {
                     schema_version: SCREEN_SCHEMA,
                     session_id,
                     grid: Size {
@@ -400,23 +406,34 @@ impl SessionState {
                     exited,
                     title,
                     backlog_bytes,
-                }))
+                };
+                drop(grid);
+                let json = serde_json::to_vec(&doc)
+                    .map_err(|e| ErrorBody::internal(format!("encoding inspect: {e}")))?;
+                let charge = charge(json.len())?;
+                (json, charge)
             }
-        }
+        };
+        Ok(ReadAnswer { json, charge })
     }
 
-    pub(super) fn snapshot(&mut self, p: &ReadParams) -> ScreenState {
+    /// `sessions.snapshot`'s ScreenState, encoded from the grid.
+    fn snapshot<C>(
+        &mut self,
+        p: &ReadParams,
+        charge: impl FnOnce(usize) -> Result<C, ErrorBody>,
+    ) -> Result<(Vec<u8>, C), ErrorBody> {
         let session_id = self.view.session_id.clone();
         let title = self.view.terminal_title.clone();
         let scrollback_cap = self.scrollback_lines;
         let grid = self.grid();
-        let rows = grid.rows() as i32;
+        let rows = grid.rows() as usize;
         let history = grid.history();
         let mut window = p.scrollback;
         if let (ScrollbackWindow::None, Some(tail)) = (window, p.tail) {
             // The viewport is a floor: --tail N adds history rows to make N.
-            if tail > rows as usize {
-                window = ScrollbackWindow::Last(tail - rows as usize);
+            if tail > rows {
+                window = ScrollbackWindow::Last(tail - rows);
             }
         }
         // `All` asks for every row ever scrolled off: more than the history holds once
@@ -430,59 +447,16 @@ impl SessionState {
         // scrollback limit dropped rows (a full history is taken to have dropped some),
         // or when there never were that many.
         let lost_history = history >= scrollback_cap;
-        let truncated = asked > history && lost_history;
-        let history_rows: Vec<Row> = (-(want as i32)..0).map(|l| grid.row(l)).collect();
-        let view_rows: Vec<Row> = (0..rows).map(|l| grid.row(l)).collect();
-        let cells = p.cells.then(|| {
-            let mut out = Vec::new();
-            for line in 0..rows {
-                grid.styled_cells(line, line as u32, &mut out);
-            }
-            out
-        });
-        let scrollback_cells = p.cells.then(|| {
-            let mut out = Vec::new();
-            for (i, line) in (-(want as i32)..0).enumerate() {
-                grid.styled_cells(line, i as u32, &mut out);
-            }
-            out
-        });
-        let (x, y, visible) = grid.cursor();
-        let (lines, scrollback, soft_wrap) = if p.unwrap {
-            (logical(&view_rows), logical(&history_rows), None)
-        } else {
-            let wraps = |rows: &[Row]| -> Vec<u32> {
-                rows.iter()
-                    .enumerate()
-                    .filter(|(_, r)| r.wrapped)
-                    .map(|(i, _)| i as u32)
-                    .collect()
-            };
-            let sw = SoftWrap {
-                lines: wraps(&view_rows),
-                scrollback: wraps(&history_rows),
-            };
-            (
-                view_rows.into_iter().map(|r| r.text).collect(),
-                history_rows.into_iter().map(|r| r.text).collect(),
-                Some(sw),
-            )
+        let head = SnapshotHead {
+            session_id: &session_id,
+            title: title.as_deref(),
+            history: want,
+            cells: p.cells,
+            unwrap: p.unwrap,
+            start_row: p.start_row,
+            history_truncated: asked > history && lost_history,
         };
-        ScreenState {
-            schema_version: SCREEN_SCHEMA,
-            session_id,
-            cols: grid.cols(),
-            rows: grid.rows(),
-            cursor: Cursor { x, y, visible },
-            lines,
-            scrollback,
-            cells,
-            scrollback_cells,
-            soft_wrap,
-            truncated,
-            truncated_reason: truncated.then(|| "history_limit".to_string()),
-            title,
-        }
+        grid.snapshot_json(&head, SCREEN_ANSWER_MAX_BYTES, charge)
     }
 }
 

@@ -311,6 +311,11 @@ impl CreateParams {
         let cols = raw.cols.unwrap_or(DEFAULT_COLS);
         let rows = raw.rows.unwrap_or(DEFAULT_ROWS);
         check_size(cols, rows)?;
+        super::screen::check_grid(
+            cols,
+            rows,
+            raw.scrollback_lines.unwrap_or(DEFAULT_SCROLLBACK_LINES),
+        )?;
         Ok(CreateParams {
             title: raw.title,
             cwd: raw.cwd,

@@ -114,6 +114,11 @@ impl Family for ScreenCall {
                         "{method} does not take cells, unwrap or tail"
                     )));
                 }
+                if kind == ReadKind::Inspect && raw.start_row.is_some() {
+                    return Err(ErrorBody::invalid(
+                        "sessions.inspect does not take start_row",
+                    ));
+                }
                 ScreenCall::Read(ReadParams {
                     session_id: parse_session_id("session_id", &raw.session_id)?,
                     kind,
@@ -121,6 +126,7 @@ impl Family for ScreenCall {
                     cells: raw.cells,
                     unwrap: raw.unwrap,
                     tail: raw.tail.map(|t| t.min(MAX_SCROLLBACK_LINES)),
+                    start_row: raw.start_row.unwrap_or(0),
                 })
             }
             "sessions.run" => {
@@ -287,6 +293,10 @@ pub struct ReadParams {
     pub unwrap: bool,
     /// At least the viewport, and up to N rows counting back from the bottom.
     pub tail: Option<usize>,
+    /// `start_row` (snapshot, dump): skip this many rows of the window (history rows
+    /// oldest first, then the viewport's) — the `next_row` of an answer cut at
+    /// [`SCREEN_ANSWER_MAX_BYTES`].
+    pub start_row: usize,
 }
 
 /// `sessions.run` params.
@@ -313,6 +323,25 @@ pub(crate) fn check_size(cols: u16, rows: u16) -> Result<(), ErrorBody> {
         )));
     }
     Ok(())
+}
+
+/// A session's screen: `cols x (rows + scrollback_lines)` cells at most
+/// [`GRID_MAX_CELLS`], checked at create and resize.
+pub fn check_grid(cols: u16, rows: u16, scrollback_lines: usize) -> Result<(), ErrorBody> {
+    use crate::limits::GRID_MAX_CELLS;
+    let cells = cols as u64 * (rows as u64 + scrollback_lines as u64);
+    if cells <= GRID_MAX_CELLS {
+        return Ok(());
+    }
+    let fits = (GRID_MAX_CELLS / cols.max(1) as u64).saturating_sub(rows as u64);
+    Err(ErrorBody::invalid(format!(
+        "a screen of {cols} columns x ({rows} rows + {scrollback_lines} scrollback lines) is \
+         {cells} cells; a session's screen may have at most {GRID_MAX_CELLS}"
+    ))
+    .with_remedy(format!(
+        "cols x (rows + scrollback_lines) must be at most {GRID_MAX_CELLS}: at {cols}x{rows} \
+         up to {fits} scrollback lines fit (create --scrollback-lines), or use fewer columns"
+    )))
 }
 
 /// The params objects of this family's methods as the wire carries them: what a client
@@ -347,6 +376,10 @@ pub(crate) mod wire {
         /// Only the last N non-blank lines.
         #[serde(skip_serializing_if = "Option::is_none")]
         pub tail: Option<usize>,
+        /// Skip the window's first N rows (history oldest first, then the viewport): the
+        /// `next_row` of an answer cut at 16 MiB (`truncated_reason: "size_limit"`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub start_row: Option<usize>,
     }
 
     /// `sessions.run`.

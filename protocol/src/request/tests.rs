@@ -25,6 +25,51 @@ fn create_limits() {
 }
 
 #[test]
+fn a_screen_is_bounded_in_cells_at_create() {
+    // 1000x1000 at the default scrollback fits; the largest scrollback at 160 columns too.
+    assert!(create(json!({"cols": 1000, "rows": 1000})).is_ok());
+    assert!(create(json!({"cols": 160, "rows": 50, "scrollback_lines": 100_000})).is_ok());
+    let e = create(json!({"cols": 1000, "rows": 1000, "scrollback_lines": 100_000})).unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidRequest);
+    assert!(e
+        .remedy
+        .unwrap()
+        .contains("up to 15777 scrollback lines fit"));
+    // Exactly at the bound, and one cell row past it.
+    let rows_fit = GRID_MAX_CELLS / 1000 - 1000;
+    assert!(check_grid(1000, 1000, rows_fit as usize).is_ok());
+    assert!(check_grid(1000, 1000, rows_fit as usize + 1).is_err());
+}
+
+#[test]
+fn start_row_pages_snapshot_and_dump_but_not_inspect() {
+    let read = |method: &str, params: Value| Call::decode(method, Some(params));
+    let Ok(Call::Screen(ScreenCall::Read(p))) = read(
+        "sessions.snapshot",
+        json!({"session_id": "7F1E2D3C-0000-4000-8000-000000000001", "start_row": 88}),
+    ) else {
+        panic!()
+    };
+    assert_eq!(p.start_row, 88);
+    assert!(read(
+        "sessions.dump",
+        json!({"session_id": "7F1E2D3C-0000-4000-8000-000000000001", "start_row": 3})
+    )
+    .is_ok());
+    let e = read(
+        "sessions.inspect",
+        json!({"session_id": "7F1E2D3C-0000-4000-8000-000000000001", "start_row": 3}),
+    )
+    .unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidRequest);
+    assert!(read(
+        "sessions.snapshot",
+        json!({"session_id": "7F1E2D3C-0000-4000-8000-000000000001", "start_row": -1})
+    )
+    .is_err());
+}
+
+#[test]
 fn one_nesting_bound_for_every_stored_value() {
     let deep = |n: usize| (0..n).fold(json!(1), |v, _| json!([v]));
     assert_eq!(json_depth(&json!(1)), 0);
