@@ -2,7 +2,7 @@
 //! re-executes this binary in a new session and waits on a pipe until the child says it
 //! is ready (or why it failed), so a caller never has to poll for the socket.
 
-use crate::cli::DaemonArgs;
+use crate::cli::{DaemonAction, DaemonArgs};
 use crate::client::Target;
 use crate::{exit, report};
 use maxx_actors::control_dir::ControlDir;
@@ -83,6 +83,92 @@ pub struct Tuning {
     pub audit: maxx_actors::audit_log::AuditLimits,
     /// Bytes the answers of screen reads in flight may hold together.
     pub screen_read_bytes: usize,
+}
+
+/// `maxx daemon stop|reload|status`: requests to the running daemon.
+pub fn manage(
+    target: &Target,
+    caller: &Option<String>,
+    confirm: bool,
+    action: DaemonAction,
+) -> i32 {
+    let send = |method: &'static str, timeout: Duration| {
+        crate::client::request(
+            target,
+            method,
+            serde_json::json!({}),
+            caller.as_deref(),
+            confirm,
+            timeout,
+        )
+    };
+    match action {
+        DaemonAction::Status(a) => crate::human::status(target, caller, a),
+        DaemonAction::Reload => report::response(
+            "daemon.reload",
+            send("daemon.reload", crate::request::CLIENT_TIMEOUT),
+        ),
+        DaemonAction::Stop(a) => {
+            let answer = send("daemon.stop", crate::request::CLIENT_TIMEOUT);
+            let pid = match &answer {
+                Ok(r) if r.ok => r.result.as_ref().and_then(|v| v["pid"].as_u64()),
+                _ => return report::response("daemon.stop", answer),
+            };
+            let Some(pid) = pid.and_then(|p| u32::try_from(p).ok()) else {
+                return report::response("daemon.stop", answer);
+            };
+            match wait_until_gone(pid, a.timeout) {
+                Ok(()) => report::response("daemon.stop", answer),
+                Err(e) => {
+                    report::print_error(&e);
+                    exit::FAILED
+                }
+            }
+        }
+    }
+}
+
+/// Wait, without polling, until process `pid` (the daemon that accepted the stop) has
+/// exited: its pidfd becomes readable then. By that time its socket, pid file and lock are
+/// gone too (it removes them on its way out).
+fn wait_until_gone(pid: u32, timeout: Duration) -> Result<(), ErrorBody> {
+    // SAFETY: plain syscall; returns a new fd or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    if fd < 0 {
+        return match std::io::Error::last_os_error().raw_os_error() {
+            // Already gone.
+            Some(libc::ESRCH) => Ok(()),
+            _ => Err(ErrorBody::internal(format!(
+                "cannot watch the daemon (pid {pid}): {}",
+                std::io::Error::last_os_error()
+            ))),
+        };
+    }
+    // SAFETY: the kernel just gave us this descriptor.
+    let pidfd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+    let mut poll = libc::pollfd {
+        fd: pidfd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+    // SAFETY: one valid pollfd.
+    match unsafe { libc::poll(&mut poll, 1, ms) } {
+        1 => Ok(()),
+        0 => Err(ErrorBody::new(
+            maxx_protocol::ErrorCode::Timeout,
+            format!(
+                "the daemon (pid {pid}) accepted the stop but is still running after {}s (it \
+                 ends every session's processes first)",
+                timeout.as_secs()
+            ),
+        )
+        .with_remedy("wait longer (--timeout), or see daemon.log in the control dir")),
+        _ => Err(ErrorBody::internal(format!(
+            "cannot wait for the daemon (pid {pid}): {}",
+            std::io::Error::last_os_error()
+        ))),
+    }
 }
 
 /// `maxx daemon [--detach]`: the flags to a foreground daemon, or to a detached one's

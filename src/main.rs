@@ -59,6 +59,10 @@ fn main() {
 fn run(cli: Cli) -> i32 {
     let target = Target::resolve(cli.socket.as_ref());
     let built = match cli.command {
+        Command::Daemon(DaemonArgs {
+            action: Some(action),
+            ..
+        }) => return daemon_cmd::manage(&target, &cli.caller, cli.confirm, action),
         Command::Daemon(d) => return daemon_cmd::command(&target, d),
         Command::Sessions(s) => {
             request::sessions(s.verb.unwrap_or(SessionsVerb::List(ListArgs::default())))

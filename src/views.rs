@@ -332,7 +332,7 @@ pub fn render_status(status: &Value) -> String {
             escape_controls(status["policy"]["path"].as_str().unwrap_or("?")),
             reasons.join("; ")
         ));
-        out.push_str("  fix the file and restart the daemon (`maxx policy validate --config FILE` checks it)\n");
+        out.push_str("  fix the file, then `maxx daemon reload` (`maxx policy validate --config FILE` checks it)\n");
     }
     if let Some(u) = status["registry_unreadable"].as_object() {
         let text = |k: &str| u.get(k).and_then(Value::as_str).unwrap_or("?").to_string();

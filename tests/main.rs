@@ -2,6 +2,7 @@
 //! on a temp control dir through the real CLI and the real socket.
 
 mod common;
+mod daemon_admin;
 mod declarations;
 mod exit_codes;
 mod hostile_audit;

@@ -108,6 +108,21 @@ impl DaemonError {
     }
 }
 
+/// SIGHUP: the policy actor reads its file again and logs what changed (or why the file was
+/// refused and the policy in force kept).
+async fn reload_policy() {
+    let Some(cell) = ractor::registry::where_is("policy") else {
+        return;
+    };
+    let policy: ractor::ActorRef<crate::policy::PolicyMsg> = cell.into();
+    let _ = policy
+        .call(
+            crate::policy::PolicyMsg::Reload,
+            Some(std::time::Duration::from_secs(10)),
+        )
+        .await;
+}
+
 /// The pid a running daemon recorded, read without following links and bounded.
 fn recorded_pid(dir: &ControlDir) -> Option<u32> {
     use std::io::Read;
@@ -150,6 +165,8 @@ pub async fn run(
     // a caller can see the daemon must still be a clean stop.
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
+    // SIGHUP reads the policy file again (as `daemon.reload`); the daemon keeps running.
+    let mut hup = signal(SignalKind::hangup())?;
     let socket_path = dir.socket_path();
     match std::fs::symlink_metadata(&socket_path) {
         Ok(meta) => {
@@ -208,16 +225,23 @@ pub async fn run(
 
     let mut root_handle = root_handle;
     let vanished = control_dir_vanished(dir.path());
-    let result = tokio::select! {
-        _ = term.recv() => { tracing::info!("SIGTERM: stopping"); Ok(()) }
-        _ = int.recv() => { tracing::info!("SIGINT: stopping"); Ok(()) }
-        why = vanished => {
-            // Nobody can reach this daemon any more, and a new one may start in a fresh
-            // dir: stop rather than leave unreachable sessions behind.
-            tracing::error!(%why, "stopping");
-            Err(DaemonError::Failed(why))
-        }
-        _ = &mut root_handle => Err(DaemonError::Failed("the actor tree stopped".into())),
+    tokio::pin!(vanished);
+    let result = loop {
+        break tokio::select! {
+            _ = term.recv() => { tracing::info!("SIGTERM: stopping"); Ok(()) }
+            _ = int.recv() => { tracing::info!("SIGINT: stopping"); Ok(()) }
+            _ = hup.recv() => {
+                reload_policy().await;
+                continue;
+            }
+            why = &mut vanished => {
+                // Nobody can reach this daemon any more, and a new one may start in a fresh
+                // dir: stop rather than leave unreachable sessions behind.
+                tracing::error!(%why, "stopping");
+                Err(DaemonError::Failed(why))
+            }
+            _ = &mut root_handle => Err(DaemonError::Failed("the actor tree stopped".into())),
+        };
     };
     // Fold the journal into registry.json before the tree goes away.
     if let Some(cell) = ractor::registry::where_is("persistence") {

@@ -53,7 +53,11 @@ pub enum ProfilesVerb {
 }
 
 #[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct DaemonArgs {
+    /// Manage the running daemon instead of starting one.
+    #[command(subcommand)]
+    pub action: Option<DaemonAction>,
     /// Start in the background and return once it accepts requests.
     #[arg(long)]
     pub detach: bool,
@@ -108,4 +112,25 @@ pub struct McpArgs {
     /// Print the operating guide for an agent and exit.
     #[arg(long)]
     pub skill: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum DaemonAction {
+    /// Stop the daemon cleanly (its sessions end) and wait until it is gone.
+    Stop(StopArgs),
+    /// Read the policy file again (as SIGHUP): print what changed, or why the file was
+    /// refused (the policy in force is then kept).
+    #[command(
+        after_help = "Example:\n  $EDITOR ~/.config/maxx/control-policy.json && maxx daemon reload"
+    )]
+    Reload,
+    /// The daemon's version, pid, control dir and session counts (as `maxx status`).
+    Status(super::StatusArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct StopArgs {
+    /// How long to wait for it to be gone (default 30s).
+    #[arg(long, value_parser = super::duration, default_value = "30s")]
+    pub timeout: std::time::Duration,
 }

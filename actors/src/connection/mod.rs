@@ -113,6 +113,20 @@ impl Actor for ConnectionActor {
                 Some(Outgoing::Response(response)) => {
                     let _ = write_bounded(&mut stream, &response.to_line()).await;
                 }
+                Some(Outgoing::Stop(response)) => {
+                    let stopping = response.ok;
+                    let _ = write_bounded(&mut stream, &response.to_line()).await;
+                    let _ = stream.shutdown().await;
+                    if stopping {
+                        // The one clean stop path there is: the daemon's own SIGTERM handler
+                        // (journal folded, sessions ended, socket and pid file removed).
+                        tracing::info!("daemon.stop: stopping");
+                        let _ = nix::sys::signal::kill(
+                            nix::unistd::Pid::this(),
+                            nix::sys::signal::Signal::SIGTERM,
+                        );
+                    }
+                }
                 Some(Outgoing::Read(answer, id, warnings)) => {
                     let _ = write_read_answer(&mut stream, answer, id, &warnings).await;
                 }
@@ -153,6 +167,8 @@ async fn write_bounded<W: AsyncWrite + Unpin>(w: &mut W, bytes: &[u8]) -> std::i
 /// `Value` or a second buffer).
 enum Outgoing {
     Response(Response),
+    /// `daemon.stop`'s answer: written, then the daemon stops as on SIGTERM.
+    Stop(Response),
     /// The answer, the request's `id` and the warnings the response carries.
     Read(ReadAnswer, Option<Value>, Vec<Warning>),
 }
@@ -423,6 +439,12 @@ async fn serve(stream: &mut UnixStream, ctx: &DaemonContext) -> Option<Outgoing>
             Ok(answer) => return Some(Outgoing::Read(answer, id, warnings)),
             Err(e) => Err(e),
         },
+        Call::Daemon(DaemonCall::Stop) => {
+            let mut response =
+                Response::ok(json!({"stopping": true, "pid": std::process::id()})).with_id(id);
+            response.warnings = warnings;
+            return Some(Outgoing::Stop(response));
+        }
         other => route(other, &caller, ctx).await,
     };
     let mut response = match result {

@@ -260,6 +260,15 @@ async fn daemon_request(call: Call, caller: &str, ctx: &DaemonContext) -> Result
             .await?;
             Ok(json!(result))
         }
+        Call::Daemon(DaemonCall::Reload) => {
+            let report = ask(
+                &ctx.policy,
+                crate::policy::PolicyMsg::Reload,
+                ACTOR_CALL_TIMEOUT,
+            )
+            .await?;
+            Ok(json!({ "policy": report }))
+        }
         Call::Daemon(DaemonCall::PolicySources) => {
             let report = ask(
                 &ctx.policy,

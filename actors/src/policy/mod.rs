@@ -122,14 +122,36 @@ pub enum PolicyMsg {
     },
     /// `policy.sources`: the active sources and the fate of the policy file.
     Sources(RpcReplyPort<SourcesReport>),
+    /// `daemon.reload` / SIGHUP: read the policy file again, with the rules of a start. A
+    /// refused file keeps the policy in force (at start there is none to keep, so only the
+    /// built-ins are).
+    Reload(RpcReplyPort<ReloadReport>),
 }
 
-/// The policy actor. Arguments: the policy file path ([`policy_path`]), loaded once at
-/// start; edits apply on the next daemon start.
+/// What a reload did.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ReloadReport {
+    /// The file as it reads now: loaded, missing, rejected (with reasons).
+    pub config: LoadReport,
+    /// Whether the policy in force changed to what the file says (false: the file was
+    /// refused and the previous policy stays).
+    pub applied: bool,
+    /// Configured sources the reload added, removed or changed (by id).
+    pub added: Vec<String>,
+    /// See `added`.
+    pub removed: Vec<String>,
+    /// See `added`.
+    pub changed: Vec<String>,
+}
+
+/// The policy actor. Arguments: the policy file path ([`policy_path`]), loaded at start and
+/// again on `daemon.reload` or SIGHUP.
 pub struct PolicyActor;
 
 /// Policy actor state.
 pub struct PolicyState {
+    /// The policy file, read again on reload.
+    path: Option<PathBuf>,
     /// The active policy.
     policy: Policy,
     /// What became of the policy file, for `policy.sources`.
@@ -170,6 +192,7 @@ impl Actor for PolicyActor {
             ),
         }
         Ok(PolicyState {
+            path,
             policy,
             report,
             approved: Approvals::new(),
@@ -249,6 +272,9 @@ impl Actor for PolicyActor {
                 );
                 let _ = reply.send(result);
             }
+            PolicyMsg::Reload(reply) => {
+                let _ = reply.send(state.reload());
+            }
             PolicyMsg::Sources(reply) => {
                 let mut approved_once: Vec<Approval> = state
                     .approved
@@ -267,6 +293,68 @@ impl Actor for PolicyActor {
             }
         }
         Ok(())
+    }
+}
+
+impl PolicyState {
+    fn reload(&mut self) -> ReloadReport {
+        let (policy, report) = load_policy(self.path.as_deref());
+        let shown_path = report.path.clone().unwrap_or_else(|| "-".into());
+        if report.status == ConfigStatus::Rejected {
+            tracing::warn!(
+                target: LOG_TARGET,
+                path = shown_path,
+                reasons = %report.reasons.join("; "),
+                "policy reload refused the file; the policy in force is unchanged"
+            );
+            return ReloadReport {
+                config: report,
+                applied: false,
+                added: Vec::new(),
+                removed: Vec::new(),
+                changed: Vec::new(),
+            };
+        }
+        let configured = |p: &Policy| -> Vec<Source> {
+            p.sources().iter().filter(|s| !s.builtin).cloned().collect()
+        };
+        let (old, new) = (configured(&self.policy), configured(&policy));
+        let find = |list: &[Source], id: &str| list.iter().find(|s| s.id == id).cloned();
+        let added: Vec<String> = new
+            .iter()
+            .filter(|s| find(&old, &s.id).is_none())
+            .map(|s| s.id.clone())
+            .collect();
+        let removed: Vec<String> = old
+            .iter()
+            .filter(|s| find(&new, &s.id).is_none())
+            .map(|s| s.id.clone())
+            .collect();
+        let changed: Vec<String> = new
+            .iter()
+            .filter(|s| find(&old, &s.id).is_some_and(|o| o != **s))
+            .map(|s| s.id.clone())
+            .collect();
+        // A once-per-source approval was given under the old rules of its source.
+        self.approved
+            .retain(|(source, _)| !removed.contains(source) && !changed.contains(source));
+        tracing::info!(
+            target: LOG_TARGET,
+            path = shown_path,
+            added = added.len(),
+            removed = removed.len(),
+            changed = changed.len(),
+            "policy reloaded"
+        );
+        self.policy = policy;
+        self.report = report.clone();
+        ReloadReport {
+            config: report,
+            applied: true,
+            added,
+            removed,
+            changed,
+        }
     }
 }
 

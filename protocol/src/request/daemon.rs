@@ -1,5 +1,6 @@
-//! The daemon family: `daemon.status`, `daemon.stats`, `profiles.list`, `policy.check`,
-//! `policy.sources` (and `debug.panic` in debug builds). None needs a session's actor.
+//! The daemon family: `daemon.status`, `daemon.stats`, `daemon.stop`, `daemon.reload`,
+//! `profiles.list`, `policy.check`, `policy.sources` (and `debug.panic` in debug builds).
+//! None needs a session's actor.
 
 use super::*;
 
@@ -25,6 +26,10 @@ pub enum DaemonCall {
     },
     /// `policy.sources`: the active sources and the fate of the policy file.
     PolicySources,
+    /// `daemon.stop`: a clean stop (as SIGTERM), after the answer is written.
+    Stop,
+    /// `daemon.reload`: read the policy file again (as SIGHUP).
+    Reload,
     /// `debug.panic` (debug builds only): make a session's actor panic, to test recovery.
     #[cfg(debug_assertions)]
     DebugPanic(SessionRef),
@@ -44,6 +49,10 @@ impl Family for DaemonCall {
         daemon("profiles.list", &[Capability::ProfilesList]),
         daemon("daemon.status", &[Capability::TabsList]),
         daemon("daemon.stats", &[Capability::TabsList]),
+        // Stopping ends every session's process.
+        daemon("daemon.stop", &[Capability::TabsClose]),
+        // Applies only what the owner wrote in the policy file; a refused file changes nothing.
+        daemon("daemon.reload", &[]),
         daemon("policy.check", &[]),
         daemon("policy.sources", &[]),
         daemon(DEBUG_PANIC, &[Capability::TabsClose]),
@@ -86,6 +95,14 @@ impl Family for DaemonCall {
                 let _: Empty = decode(params)?;
                 DaemonCall::Status
             }
+            "daemon.stop" => {
+                let _: Empty = decode(params)?;
+                DaemonCall::Stop
+            }
+            "daemon.reload" => {
+                let _: Empty = decode(params)?;
+                DaemonCall::Reload
+            }
             other => return Err(unknown_method(other)),
         };
         Ok(call)
@@ -98,6 +115,8 @@ impl Family for DaemonCall {
             DaemonCall::ProfilesList => "profiles.list",
             DaemonCall::PolicyCheck { .. } => "policy.check",
             DaemonCall::PolicySources => "policy.sources",
+            DaemonCall::Stop => "daemon.stop",
+            DaemonCall::Reload => "daemon.reload",
             #[cfg(debug_assertions)]
             DaemonCall::DebugPanic(_) => DEBUG_PANIC,
         }
