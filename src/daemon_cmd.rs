@@ -281,6 +281,7 @@ pub fn run_foreground(
                 let mut f = std::fs::File::from(fd);
                 let _ = f.write_all(b"ok\n");
             }
+            notify_service_manager("READY=1");
         })
         .await
     });
@@ -420,4 +421,30 @@ fn read_ready(read_end: OwnedFd, timeout: Duration) -> Result<String, String> {
     let mut buf = String::new();
     let _ = (&mut f).take(4096).read_to_string(&mut buf);
     Ok(buf)
+}
+
+/// Tell systemd (a `Type=notify` unit, `contrib/maxx.service`) how the daemon is doing: the
+/// notify protocol is one datagram of `KEY=VALUE` lines to `$NOTIFY_SOCKET` (a path, or an
+/// abstract name written with a leading `@`). Nothing happens outside such a unit.
+fn notify_service_manager(state: &str) {
+    use std::os::unix::net::{SocketAddr, UnixDatagram};
+    let Some(path) = std::env::var_os("NOTIFY_SOCKET") else {
+        return;
+    };
+    let path = path.to_string_lossy().into_owned();
+    let addr = match path.strip_prefix('@') {
+        Some(name) => {
+            use std::os::linux::net::SocketAddrExt;
+            SocketAddr::from_abstract_name(name.as_bytes())
+        }
+        None => SocketAddr::from_pathname(&path),
+    };
+    let sent = addr.and_then(|addr| {
+        let socket = UnixDatagram::unbound()?;
+        let message = format!("{state}\nMAINPID={}\n", std::process::id());
+        socket.send_to_addr(message.as_bytes(), &addr)
+    });
+    if let Err(e) = sent {
+        tracing::warn!(error = %e, "could not notify the service manager ({state})");
+    }
 }

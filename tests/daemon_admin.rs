@@ -126,3 +126,23 @@ fn reload_applies_the_file_reports_what_changed_and_keeps_the_policy_when_refuse
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.starts_with("maxx "), "{text}");
 }
+
+/// Under systemd (`Type=notify`, `contrib/maxx.service`) the daemon says it is ready once it
+/// serves, on `$NOTIFY_SOCKET`.
+#[test]
+fn a_notify_unit_hears_ready_once_the_socket_serves() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("notify");
+    let listener = std::os::unix::net::UnixDatagram::bind(&path).unwrap();
+    listener
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let d = Daemon::start_with_env(&[("NOTIFY_SOCKET", path.display().to_string())]);
+    let mut buf = [0u8; 256];
+    let n = listener.recv(&mut buf).expect("READY=1 within 10 s");
+    let text = String::from_utf8_lossy(&buf[..n]).to_string();
+    assert!(text.starts_with("READY=1\n"), "{text}");
+    assert!(text.contains(&format!("MAINPID={}", d.pid())), "{text}");
+    // It was sent once the daemon serves: a request is answered.
+    assert_eq!(d.call("daemon.status", json!({}))["ok"], true);
+}
