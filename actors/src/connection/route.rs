@@ -123,9 +123,22 @@ async fn session_request(
     } else {
         ACTOR_CALL_TIMEOUT
     };
-    let reply = ask_session(
+    let reply = ask_session_request(ctx, &id, call, caller, budget).await?;
+    Ok(reply_json(reply, &id))
+}
+
+/// Send `call` to session `id`'s actor as `SessionMsg::Request` and wait `budget` for its
+/// answer (routed again if it reached an actor as it retired).
+async fn ask_session_request(
+    ctx: &DaemonContext,
+    id: &str,
+    call: Call,
+    caller: &str,
+    budget: Duration,
+) -> Result<SessionReply, ErrorBody> {
+    ask_session(
         ctx,
-        &id,
+        id,
         |reply| SessionMsg::Request {
             call: call.clone(),
             caller: caller.to_string(),
@@ -133,8 +146,7 @@ async fn session_request(
         },
         budget,
     )
-    .await??;
-    Ok(reply_json(reply, &id))
+    .await?
 }
 
 /// `sessions.snapshot`, `dump`, `inspect`: the session's actor answers with the bytes of
@@ -157,17 +169,7 @@ pub(super) async fn read_screen(
         return Err(ErrorBody::ended(&id, "its screen went with its surface"));
     }
     let call = Call::Screen(ScreenCall::Read(p));
-    let reply = ask_session(
-        ctx,
-        &id,
-        |reply| SessionMsg::Request {
-            call: call.clone(),
-            caller: caller.to_string(),
-            reply,
-        },
-        ACTOR_CALL_TIMEOUT,
-    )
-    .await??;
+    let reply = ask_session_request(ctx, &id, call, caller, ACTOR_CALL_TIMEOUT).await?;
     match reply {
         SessionReply::Read(answer) => Ok(answer),
         _ => Err(ErrorBody::internal(
