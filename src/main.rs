@@ -58,7 +58,16 @@ fn main() {
 
 fn run(cli: Cli) -> i32 {
     let target = Target::resolve(cli.socket.as_ref());
-    let built = match cli.command {
+    if cli.capabilities {
+        println!("{}", views::json_text(&capabilities()));
+        return exit::OK;
+    }
+    let Some(command) = cli.command else {
+        // Bare `maxx`: its help, on stdout.
+        let _ = cli::command().print_help();
+        return exit::OK;
+    };
+    let built = match command {
         Command::Daemon(DaemonArgs {
             action: Some(action),
             ..
@@ -77,6 +86,7 @@ fn run(cli: Cli) -> i32 {
         },
         Command::Completions(a) => return generated(Generated::Completions(a.shell)),
         Command::Man => return generated(Generated::Man),
+        Command::Whoami => Ok(request::daemon_whoami()),
         Command::Ls(a) => return human::ls(&target, &cli.caller, a),
         Command::Top(a) if a.json => {
             let ls = LsArgs {
@@ -124,6 +134,45 @@ fn dispatch(target: &Target, caller: &Option<String>, confirm: bool, built: Buil
     let method = req.method;
     let response = send(target, req, caller, confirm);
     report::response(method, response)
+}
+
+/// `maxx --capabilities`: what this build offers, for a program to probe: the socket
+/// methods (with their base capabilities and how they are served), every CLI command, the
+/// MCP tools and the selector forms. Built from the same tables the daemon and the CLI use.
+fn capabilities() -> serde_json::Value {
+    use maxx_protocol::request::{all_specs, Serve};
+    let methods: Vec<serde_json::Value> = all_specs()
+        .map(|s| {
+            serde_json::json!({
+                "method": s.name,
+                "capabilities": s.capabilities.iter().map(|c| c.as_str()).collect::<Vec<_>>(),
+                "changes_records": s.changes_records,
+                "served": match s.serve {
+                    Serve::Session { .. } => "session",
+                    Serve::Daemon => "daemon",
+                    Serve::Held => "held",
+                },
+            })
+        })
+        .collect();
+    let mut commands = Vec::new();
+    fn walk(cmd: &clap::Command, path: &str, out: &mut Vec<String>) {
+        for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+            let path = format!("{path} {}", sub.get_name()).trim().to_string();
+            out.push(path.clone());
+            walk(sub, &path, out);
+        }
+    }
+    walk(&cli::command(), "", &mut commands);
+    serde_json::json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "protocol": maxx_protocol::PROTOCOL_VERSION,
+        "methods": methods,
+        "commands": commands,
+        "mcp_tools": mcp::tool_names(),
+        "hook_adapters": [],
+        "selectors": ["session id (any case)", "id prefix (4+ hex digits)", "%title"],
+    })
 }
 
 /// What `maxx completions` and `maxx man` print, generated from the clap definition.

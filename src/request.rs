@@ -337,6 +337,10 @@ pub fn sessions_set_agent_type(a: SetAgentTypeArgs) -> Request {
     Request::new("sessions.set-agent-type", p)
 }
 
+pub fn daemon_whoami() -> Request {
+    Request::new("daemon.whoami", serde_json::Map::new())
+}
+
 pub fn sessions_ask(a: AskArgs) -> Request {
     let p = wire::Declare {
         question: Some(a.question),
@@ -648,7 +652,7 @@ mod tests {
         let words = shell_words(&args.replace("ID", ID));
         let cli = Cli::try_parse_from(std::iter::once("maxx".to_string()).chain(words))
             .unwrap_or_else(|e| panic!("{args}: {e}"));
-        let built = match cli.command {
+        let built = match cli.command.expect("a command") {
             Command::Sessions(s) => sessions(s.verb.expect("a verb")),
             Command::Stream(s) => match s.verb {
                 StreamVerb::Watch(a) => Ok(stream_watch(a)),

@@ -4,6 +4,7 @@
 mod common;
 mod daemon_admin;
 mod declarations;
+mod discovery;
 mod exit_codes;
 mod hostile_audit;
 mod hostile_daemon;

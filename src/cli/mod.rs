@@ -87,8 +87,17 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub confirm: bool,
 
+    /// Print what this build offers (methods, commands, MCP tools, selectors) as JSON and
+    /// exit: for a program probing instead of parsing --help. No daemon needed.
+    #[arg(long)]
+    pub capabilities: bool,
+
+    /// With --capabilities: accepted (its output is JSON).
+    #[arg(long)]
+    pub json: bool,
+
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 // Parsed once per process: the size of the biggest variant does not matter.
@@ -133,6 +142,9 @@ maxx completions zsh > ~/.zfunc/_maxx\n  maxx completions fish > ~/.config/fish/
     /// Print the man page (roff) to stdout.
     #[command(after_help = "Example:\n  maxx man > ~/.local/share/man/man1/maxx.1")]
     Man,
+    /// Who the daemon takes you for: the policy source it resolved (--as), your uid as the
+    /// kernel reports it, and which daemon answered (never the token).
+    Whoami,
 }
 
 #[derive(clap::Args, Debug)]

@@ -42,6 +42,16 @@ pub fn command(target: &Target, caller: &Option<String>, confirm: bool, args: Mc
     server::run(target.clone(), caller.clone())
 }
 
+/// The MCP tools' names and the socket method each sends (`maxx --capabilities`).
+pub fn tool_names() -> Value {
+    Value::Array(
+        tools::TOOLS
+            .iter()
+            .map(|t| serde_json::json!({"tool": t.name, "method": t.method}))
+            .collect(),
+    )
+}
+
 /// The tool catalog as `maxx mcp --schema` prints it.
 pub fn catalog() -> Value {
     let tools: Vec<Value> = tools::TOOLS

@@ -398,6 +398,7 @@ async fn serve(stream: &mut UnixStream, ctx: &DaemonContext) -> Option<Outgoing>
     if let Err(e) = authorize(&call, call.capabilities(), claimed.clone(), confirm, ctx).await {
         return Some(Response::err(e).with_id(id).into());
     }
+    let claimed_source = claimed.is_some();
     if let Err(e) = authorize_new_command(&call, claimed, confirm, ctx).await {
         return Some(Response::err(e).with_id(id).into());
     }
@@ -439,6 +440,7 @@ async fn serve(stream: &mut UnixStream, ctx: &DaemonContext) -> Option<Outgoing>
             Ok(answer) => return Some(Outgoing::Read(answer, id, warnings)),
             Err(e) => Err(e),
         },
+        Call::Daemon(DaemonCall::Whoami) => whoami(stream, &caller, claimed_source, ctx).await,
         Call::Daemon(DaemonCall::Stop) => {
             let mut response =
                 Response::ok(json!({"stopping": true, "pid": std::process::id()})).with_id(id);
@@ -517,6 +519,41 @@ fn decode_request(line: &[u8], ctx: &DaemonContext) -> Result<Request, Box<Respo
         selectors,
         warnings,
     })
+}
+
+/// `daemon.whoami`: the source the daemon resolved for this request (and whether the
+/// policy knows it), the peer's credentials as the kernel reports them, and which daemon
+/// answered. Never the token.
+async fn whoami(
+    stream: &UnixStream,
+    caller: &str,
+    claimed: bool,
+    ctx: &DaemonContext,
+) -> Result<Value, ErrorBody> {
+    let sources = ask(
+        &ctx.policy,
+        crate::policy::PolicyMsg::Sources,
+        ACTOR_CALL_TIMEOUT,
+    )
+    .await?;
+    let source = sources.sources.iter().find(|s| s.id == caller);
+    let peer = stream
+        .peer_cred()
+        .ok()
+        .map(|c| json!({"uid": c.uid(), "gid": c.gid(), "pid": c.pid()}));
+    Ok(json!({
+        "source": caller,
+        "source_claimed": claimed,
+        "source_known": source.is_some(),
+        "source_kind": source.map(|s| s.kind),
+        "peer": peer,
+        "daemon": {
+            "version": env!("CARGO_PKG_VERSION"),
+            "protocol": maxx_protocol::PROTOCOL_VERSION,
+            "pid": std::process::id(),
+        },
+        "control_dir": ctx.spawn.control_dir.display().to_string(),
+    }))
 }
 
 /// Resolve every session named by a prefix or `%title` in `params` to its id (the registry

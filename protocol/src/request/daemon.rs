@@ -30,6 +30,9 @@ pub enum DaemonCall {
     Stop,
     /// `daemon.reload`: read the policy file again (as SIGHUP).
     Reload,
+    /// `daemon.whoami`: who the daemon takes the caller for (source, peer uid), and which
+    /// daemon answers. Never the token.
+    Whoami,
     /// `debug.panic` (debug builds only): make a session's actor panic, to test recovery.
     #[cfg(debug_assertions)]
     DebugPanic(SessionRef),
@@ -53,6 +56,8 @@ impl Family for DaemonCall {
         daemon("daemon.stop", &[Capability::TabsClose]),
         // Applies only what the owner wrote in the policy file; a refused file changes nothing.
         daemon("daemon.reload", &[]),
+        // Says only what the caller already is and which daemon it reached.
+        daemon("daemon.whoami", &[]),
         daemon("policy.check", &[]),
         daemon("policy.sources", &[]),
         daemon(DEBUG_PANIC, &[Capability::TabsClose]),
@@ -103,6 +108,10 @@ impl Family for DaemonCall {
                 let _: Empty = decode(params)?;
                 DaemonCall::Reload
             }
+            "daemon.whoami" => {
+                let _: Empty = decode(params)?;
+                DaemonCall::Whoami
+            }
             other => return Err(unknown_method(other)),
         };
         Ok(call)
@@ -117,6 +126,7 @@ impl Family for DaemonCall {
             DaemonCall::PolicySources => "policy.sources",
             DaemonCall::Stop => "daemon.stop",
             DaemonCall::Reload => "daemon.reload",
+            DaemonCall::Whoami => "daemon.whoami",
             #[cfg(debug_assertions)]
             DaemonCall::DebugPanic(_) => DEBUG_PANIC,
         }
