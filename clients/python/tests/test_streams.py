@@ -1,0 +1,91 @@
+"""Iterators: ``watch`` (a session's lines) and ``stream_watch`` (the bus), resumed by cursor."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List
+
+import pytest
+
+import maxx
+
+from conftest import SHELL
+
+UNKNOWN = "2B0E0000-0000-4000-8000-000000000000"
+
+
+def _names(lines: List[Dict[str, Any]]) -> List[str]:
+    return [line["event"]["name"] for line in lines if line["type"] == "event"]
+
+
+def test_watch_yields_snapshot_events_lifecycle_end(client: maxx.Client, group: str) -> None:
+    sid = client.create(command=SHELL, group=group)["session"]["session_id"]
+    with client.watch(sid, timeout=30) as w:
+        first = next(w)
+        assert first["type"] == "snapshot" and first["session"]["session_id"] == sid
+        client.emit_event(sid, event="step.one", payload={"n": 1})
+        line = next(w)
+        assert line["type"] == "event" and line["event"]["name"] == "step.one"
+        assert w.last_seq == line["event"]["seq"]
+        client.cancel(sid)
+        rest = list(w)
+    assert rest[-1] == {"type": "end", "reason": "ended"}, rest
+    assert any(r["type"] == "lifecycle" and r["lifecycle"] == "closed" for r in rest), rest
+    assert w.end == {"type": "end", "reason": "ended"}
+    # What a watcher missed after its last seq is in the audit log.
+    gap = client.events(sid, since=w.last_seq or 0)["events"]
+    assert all(e["seq"] > (w.last_seq or 0) for e in gap)
+
+
+def test_watch_error_before_the_first_line(client: maxx.Client) -> None:
+    with pytest.raises(maxx.NotFound):
+        next(iter(client.watch(UNKNOWN)))
+
+
+def test_stream_watch_resumes_by_cursor(client: maxx.Client, group: str) -> None:
+    sid = client.create(command=SHELL, group=group)["session"]["session_id"]
+    w = client.stream_watch(group=group, timeout=30)
+    hello = next(w)
+    assert hello["type"] == "hello" and w.cursor == hello["cursor"]
+    client.emit_event(sid, event="one")
+    seen = next(w)
+    assert seen["type"] == "event" and seen["event"]["name"] == "one"
+    assert w.cursor == seen["event"]["cursor"]
+    w.close()
+
+    # Disconnected: two more happen. Resuming from the cursor replays exactly those.
+    client.emit_event(sid, event="two")
+    client.emit_event(sid, event="three")
+    resumed = client.stream_watch(group=group, since=w.cursor, timeout=30)
+    assert next(resumed)["type"] == "hello" and resumed.reset is None
+    got = [next(resumed), next(resumed)]
+    assert _names(got) == ["two", "three"]
+    assert resumed.cursor == got[-1]["event"]["cursor"]
+    resumed.close()
+
+    # From the start of this daemon's retained window.
+    with client.stream_watch(group=group, since=0, timeout=30) as again:
+        lines = []
+        for line in again:
+            lines.append(line)
+            if _names(lines)[-1:] == ["three"]:
+                break
+    assert _names(lines)[-3:] == ["one", "two", "three"]
+    assert _names(lines)[0] == "created"
+
+
+def test_stream_watch_reports_a_gap(client: maxx.Client, group: str) -> None:
+    # A cursor from another daemon run (beyond this one's): the hello says so, and the
+    # iterator's cursor is where the replay restarts.
+    w = client.stream_watch(group=group, since=10**12, timeout=1)
+    lines = list(w)
+    assert lines[0]["type"] == "hello" and lines[0].get("reset") is True
+    assert w.reset is not None and w.cursor == lines[0]["dropped_through"]
+    assert lines[-1] == {"type": "end", "reason": "timeout"}
+
+
+def test_stream_wait_group_all_exited(client: maxx.Client, group: str) -> None:
+    for n in range(3):
+        client.create(command=f"exit {n}", group=group)
+    done = client.stream_wait(group=group, all="exited", timeout="30s")
+    assert done["outcome"] == "matched" and len(done["members"]) == 3
+    assert sorted(m.get("exit_code", -1) for m in done["members"]) == [0, 1, 2]
