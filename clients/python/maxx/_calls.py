@@ -61,6 +61,8 @@ class Call(Generic[T]):
     timeout: Optional[float]
     """Seconds to wait for the answer (for a stream: for each line); ``None``: no limit."""
     stream: bool = False
+    waits: bool = False
+    """A wait or a run: ``timeout`` is its own budget plus slack, never the client's default."""
 
 
 @dataclass(frozen=True)
@@ -143,8 +145,12 @@ def _self(session_id: Optional[str], verb: str) -> str:
     )
 
 
-def _call(method: str, params: Dict[str, Any], timeout: Optional[float] = CLIENT_TIMEOUT) -> Call[Any]:
-    return Call(method, params, timeout)
+def _call(method: str, params: Dict[str, Any]) -> Call[Any]:
+    return Call(method, params, CLIENT_TIMEOUT)
+
+
+def _waiting(method: str, params: Dict[str, Any], timeout: Optional[float]) -> Call[Any]:
+    return Call(method, params, timeout, waits=True)
 
 
 # sessions: create, read, change ------------------------------------------------------------
@@ -350,7 +356,7 @@ def wait(
     """``sessions.wait``: block until exactly one condition holds. A timeout is an answer
     (``outcome: "timeout"``), not an exception. ``until``/``regex`` read the screen
     (``output:read``)."""
-    return _call(
+    return _waiting(
         "sessions.wait",
         _params(
             session_id=_self(session_id, "wait"), lifecycle=lifecycle, state=state, event=event,
@@ -422,7 +428,7 @@ def stream_wait(
 ) -> Call[StreamWaitResult]:
     """``stream.wait``: an ``event`` on the bus, or ``all`` members of ``group`` meeting
     ``exited``, ``idle`` or ``declared:<state>``."""
-    return _call(
+    return _waiting(
         "stream.wait",
         _params(group=group, session_id=session_id, surface_id=surface_id, event=event, all=all, timeout=timeout),
         _budget(timeout, WAIT_DEFAULT),
@@ -618,7 +624,7 @@ def run(session_id: str, *, command: str, timeout: Optional[Duration] = None) ->
         budget = None
     else:
         budget = (RUN_DEFAULT if own is None and timeout is None else min(own or WAIT_MAX, WAIT_MAX)) + WAIT_SLACK
-    return _call("sessions.run", _params(session_id=session_id, command=command, timeout=timeout), budget)
+    return _waiting("sessions.run", _params(session_id=session_id, command=command, timeout=timeout), budget)
 
 
 @_verb("send_keys", "sessions.send-keys")

@@ -88,11 +88,11 @@ class Options:
         return line
 
     def budget(self, call: Call[Any]) -> Optional[float]:
-        """Seconds to wait for an answer: the client's ``timeout`` when set (for calls that
-        do not wait on purpose), else the call's own."""
-        if self.timeout is not None and call.timeout is not None and not call.stream:
-            return max(self.timeout, call.timeout) if call.method.endswith((".wait", ".run")) else self.timeout
-        return call.timeout
+        """Seconds to wait for an answer: a wait's or run's own budget (plus slack), else the
+        client's ``timeout`` when one was given, else the call's default (60 s)."""
+        if call.waits or call.stream or self.timeout is None:
+            return call.timeout
+        return self.timeout
 
     def warn(self, response: Dict[str, Any]) -> None:
         for entry in response.get("warnings") or []:

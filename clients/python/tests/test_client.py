@@ -237,3 +237,33 @@ def test_generated_clients_are_fresh() -> None:
 def test_durations() -> None:
     assert maxx.seconds("1m30s") == 90 and maxx.seconds("500ms") == 0.5 and maxx.seconds(2) == 2.0
     assert maxx.seconds("12") == 12 and maxx.seconds("soon") is None
+
+
+def test_readme_verb_table_is_the_client_s() -> None:
+    readme = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
+    with open(readme, encoding="utf-8") as f:
+        text = f.read()
+    start = text.index("| method | wire method |")
+    rows = []
+    for line in text[start:].splitlines()[2:]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        rows.append((cells[0].strip("`"), cells[1].split(" ")[0].strip("`")))
+    assert rows == [(v.name, v.method) for v in maxx.VERBS.values()]
+
+
+def test_answer_budgets(daemon: Daemon, group: str) -> None:
+    from maxx import _calls
+
+    assert _calls.wait("x", lifecycle="exited").timeout == 30 + 15
+    assert _calls.wait("x", lifecycle="exited", timeout="2m").timeout == 120 + 15
+    assert _calls.stream_wait(group="g", all="exited", timeout=5).timeout == 5 + 15
+    assert _calls.run("x", command="true").timeout == 600 + 15
+    assert _calls.run("x", command="true", timeout=0).timeout is None
+    assert _calls.get("x").timeout == 60
+    # The client's own budget applies to plain requests, never to a wait's.
+    quick = maxx.Client(control_dir=daemon.control, timeout=0.3)
+    sid = quick.create(command=SHELL, group=group)["session"]["session_id"]
+    assert quick.wait(sid, event="never", timeout="1s")["outcome"] == "timeout"
+    quick.cancel(sid)
