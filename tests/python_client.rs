@@ -98,8 +98,7 @@ fn the_python_client_type_checks() {
     assert_ran("mypy --strict clients/python/maxx", &out);
 }
 
-/// Every method this build implements has a client verb, except `sessions.attach` (a raw
-/// terminal connection; `maxx attach` is its client), and the client sends no other.
+/// Every method this build implements has a client verb, and the client sends no other.
 #[test]
 fn the_python_client_covers_every_method() {
     let Some(python) = python() else {
@@ -112,7 +111,6 @@ fn the_python_client_covers_every_method() {
     assert_ran("maxx.methods()", &out);
     let client: Vec<String> = serde_json::from_slice(&out.stdout).unwrap();
     let mut daemon: Vec<String> = maxx_protocol::request::all_methods()
-        .filter(|m| *m != "sessions.attach")
         .map(str::to_string)
         .collect();
     daemon.sort();

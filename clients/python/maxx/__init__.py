@@ -13,7 +13,7 @@ subclasses carrying ``code``, ``message`` and ``remedy``.
 
 from ._calls import VERBS, Duration, methods, seconds
 from ._discovery import default_control_dir
-from ._transport import AsyncLineStream, LineStream, MaxxWarning
+from ._transport import AsyncAttachment, AsyncLineStream, Attachment, LineStream, MaxxWarning
 from .aio import AsyncClient
 from .client import Client
 from .errors import (
@@ -46,6 +46,8 @@ __version__ = "0.1.0"
 __all__ = [
     "AlreadyEnded",
     "AlreadyRunning",
+    "AsyncAttachment",
+    "Attachment",
     "Ambiguous",
     "AsyncClient",
     "AsyncLineStream",

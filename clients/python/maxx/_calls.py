@@ -62,6 +62,7 @@ class Call(Generic[T]):
     """Seconds to wait for the answer (for a stream: for each line); ``None``: no limit."""
     stream: bool = False
     waits: bool = False
+    attach: bool = False
     """A wait or a run: ``timeout`` is its own budget plus slack, never the client's default."""
 
 
@@ -73,6 +74,7 @@ class Verb:
     method: str
     builder: Callable[..., Call[Any]]
     stream: bool
+    attach: bool = False
 
 
 VERBS: Dict[str, Verb] = {}
@@ -80,9 +82,11 @@ VERBS: Dict[str, Verb] = {}
 narrowed, as ``maxx mcp`` has them."""
 
 
-def _verb(name: str, method: str, stream: bool = False) -> Callable[[Callable[..., Call[T]]], Callable[..., Call[T]]]:
+def _verb(
+    name: str, method: str, stream: bool = False, attach: bool = False
+) -> Callable[[Callable[..., Call[T]]], Callable[..., Call[T]]]:
     def register(fn: Callable[..., Call[T]]) -> Callable[..., Call[T]]:
-        VERBS[name] = Verb(name, method, fn, stream)
+        VERBS[name] = Verb(name, method, fn, stream, attach)
         return fn
 
     return register
@@ -650,6 +654,30 @@ def paste(session_id: str, *, text: str) -> Call[SessionResult]:
 def resize(session_id: str, *, cols: int, rows: int) -> Call[ResizeResult]:
     """``sessions.resize``."""
     return _call("sessions.resize", {"session_id": session_id, "cols": cols, "rows": rows})
+
+
+class Attached:
+    """Marks :func:`attach`'s result: the client returns its ``Attachment`` object."""
+
+
+@_verb("attach", "sessions.attach", attach=True)
+def attach(
+    session_id: Optional[str] = None,
+    *,
+    cols: Optional[int] = None,
+    rows: Optional[int] = None,
+) -> Call[Attached]:
+    """``sessions.attach`` (``surface:attach`` + ``output:read``): a raw terminal connection
+    to the session (default: the focused one). The returned attachment's ``session`` is the
+    record; ``read()`` returns the screen's repaint and then the live output, ``send(bytes)``
+    types, ``resize(cols, rows)`` resizes, ``detach()`` ends it. No session default from
+    ``$MAXX_SESSION_ID``: absent means the daemon's focused session."""
+    return Call(
+        "sessions.attach",
+        _params(session_id=session_id, cols=cols, rows=rows),
+        CLIENT_TIMEOUT,
+        attach=True,
+    )
 
 
 # daemon, profiles, policy ------------------------------------------------------------------

@@ -258,6 +258,118 @@ class LineStream(Generic[T]):
         self.close()
 
 
+FRAME_INPUT = 0
+FRAME_RESIZE = 1
+FRAME_DETACH = 2
+FRAME_MAX = 64 * 1024
+"""An attach frame's payload bound: longer input is sent as several frames."""
+
+
+def _frames(kind: int, payload: bytes) -> List[bytes]:
+    if kind != FRAME_INPUT:
+        return [bytes([kind]) + len(payload).to_bytes(4, "big") + payload]
+    return [
+        bytes([kind]) + len(chunk).to_bytes(4, "big") + chunk
+        for chunk in (payload[i : i + FRAME_MAX] for i in range(0, len(payload), FRAME_MAX))
+    ]
+
+
+def _resize_payload(cols: int, rows: int) -> bytes:
+    return int(cols).to_bytes(2, "big") + int(rows).to_bytes(2, "big")
+
+
+class Attachment:
+    """An attached terminal (``Client.attach``): ``session`` is the record the daemon sent
+    first; ``read()`` the output bytes (b"" once it ended); ``send``, ``resize``, ``detach``."""
+
+    def __init__(self, sock: socket.socket, pending: bytes, session: Dict[str, Any]) -> None:
+        self._sock = sock
+        self._pending = pending
+        self.session = session
+
+    def read(self, size: int = 65536, timeout: Optional[float] = None) -> bytes:
+        """Up to ``size`` bytes of output as they come (waiting at most ``timeout`` seconds,
+        then :class:`~maxx.errors.Timeout`; the attachment stays usable). ``b""``: it ended."""
+        if self._pending:
+            data, self._pending = self._pending[:size], self._pending[size:]
+            return data
+        self._sock.settimeout(timeout)
+        try:
+            return self._sock.recv(size)
+        except socket.timeout:
+            raise _timed_out(timeout) from None
+
+    def send(self, data: bytes) -> None:
+        """Type ``data`` (queued for the program; nothing answers)."""
+        for f in _frames(FRAME_INPUT, data):
+            self._sock.sendall(f)
+
+    def resize(self, cols: int, rows: int) -> None:
+        self._sock.sendall(_frames(FRAME_RESIZE, _resize_payload(cols, rows))[0])
+
+    def detach(self) -> None:
+        """Detach (the session keeps running) and close the connection."""
+        try:
+            self._sock.sendall(_frames(FRAME_DETACH, b"")[0])
+        except OSError:
+            pass
+        self.close()
+
+    def close(self) -> None:
+        self._sock.close()
+
+    def __enter__(self) -> "Attachment":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.detach()
+
+
+class AsyncAttachment:
+    """:class:`Attachment` for asyncio."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, session: Dict[str, Any]) -> None:
+        self._reader = reader
+        self._writer = writer
+        self.session = session
+
+    async def read(self, size: int = 65536, timeout: Optional[float] = None) -> bytes:
+        try:
+            return await asyncio.wait_for(self._reader.read(size), timeout)
+        except asyncio.TimeoutError:
+            raise _timed_out(timeout) from None
+
+    async def send(self, data: bytes) -> None:
+        for f in _frames(FRAME_INPUT, data):
+            self._writer.write(f)
+        await self._writer.drain()
+
+    async def resize(self, cols: int, rows: int) -> None:
+        self._writer.write(_frames(FRAME_RESIZE, _resize_payload(cols, rows))[0])
+        await self._writer.drain()
+
+    async def detach(self) -> None:
+        try:
+            self._writer.write(_frames(FRAME_DETACH, b"")[0])
+            await self._writer.drain()
+        except OSError:
+            pass
+        await self.close()
+
+    async def close(self) -> None:
+        self._writer.close()
+        try:
+            await self._writer.wait_closed()
+        except OSError:
+            pass
+
+    async def __aenter__(self) -> "AsyncAttachment":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.detach()
+
+
 class SyncTransport:
     """Blocking sockets: one connection per request."""
 
@@ -300,6 +412,29 @@ class SyncTransport:
         sock.settimeout(call.timeout)
         since = call.params.get("since")
         return LineStream(sock, self._options, since if isinstance(since, int) else None, call.timeout)
+
+
+    def _attach(self, call: Call[Any], as_: Optional[str] = None, confirm: Optional[bool] = None) -> Attachment:
+        sock = self._connect(call, as_, confirm)
+        sock.settimeout(call.timeout)
+        # The first line is JSON, then raw bytes follow: read it off the socket ourselves and
+        # keep what came after it.
+        buf = b""
+        try:
+            while b"\n" not in buf and len(buf) <= RESPONSE_LINE_MAX_BYTES:
+                try:
+                    chunk = sock.recv(65536)
+                except socket.timeout:
+                    raise _timed_out(call.timeout) from None
+                if not chunk:
+                    break
+                buf += chunk
+            end = buf.find(b"\n") + 1 or len(buf)
+            result = result_of(parse_line(buf[:end]), self._options)
+        except BaseException:
+            sock.close()
+            raise
+        return Attachment(sock, buf[end:], dict(result.get("session") or {}))
 
 
 class AsyncLineStream(Generic[T]):
@@ -433,6 +568,19 @@ class AsyncTransport:
                 pass
         return cast(T, result_of(parse_line(raw), self._options))
 
+    async def _attach(self, call: Call[Any], as_: Optional[str] = None, confirm: Optional[bool] = None) -> AsyncAttachment:
+        reader, writer = await self._open(call, as_, confirm)
+        try:
+            try:
+                raw = await asyncio.wait_for(_readline(reader), call.timeout)
+            except asyncio.TimeoutError:
+                raise _timed_out(call.timeout) from None
+            result = result_of(parse_line(raw), self._options)
+        except BaseException:
+            writer.close()
+            raise
+        return AsyncAttachment(reader, writer, dict(result.get("session") or {}))
+
     def _stream(self, call: Call[T], as_: Optional[str] = None, confirm: Optional[bool] = None) -> AsyncLineStream[T]:
         since = call.params.get("since")
         # Opened at the first `async for` step (so the call itself needs no running loop).
@@ -440,6 +588,8 @@ class AsyncTransport:
 
 
 __all__: List[str] = [
+    "AsyncAttachment",
+    "Attachment",
     "AsyncLineStream",
     "LineStream",
     "MaxxWarning",

@@ -9,7 +9,7 @@ from typing import Iterator, Mapping, Optional, Sequence, TypedDict, Union
 from . import _calls
 from ._calls import Duration
 from ._discovery import PathLike
-from ._transport import LineStream, Options, SyncTransport, WarningHook
+from ._transport import Attachment, LineStream, Options, SyncTransport, WarningHook
 from .types import AuditEntry, DaemonStats, DaemonStatus, DumpResult, EventsPage, InspectResult, JSON, PolicyCheck, PolicySources, ProfileList, ResizeResult, RunResult, ScreenState, SessionList, SessionResult, StreamLine, StreamWaitResult, WaitResult, WatchLine
 
 
@@ -574,6 +574,22 @@ class Client(SyncTransport):
     ) -> ResizeResult:
         """``sessions.resize``."""
         return self._call(_calls.resize(session_id=session_id, cols=cols, rows=rows), as_, confirm)
+
+    def attach(
+        self,
+        session_id: Optional[str] = None,
+        *,
+        cols: Optional[int] = None,
+        rows: Optional[int] = None,
+        as_: Optional[str] = None,
+        confirm: Optional[bool] = None,
+    ) -> Attachment:
+        """``sessions.attach`` (``surface:attach`` + ``output:read``): a raw terminal connection
+        to the session (default: the focused one). The returned attachment's ``session`` is the
+        record; ``read()`` returns the screen's repaint and then the live output, ``send(bytes)``
+        types, ``resize(cols, rows)`` resizes, ``detach()`` ends it. No session default from
+        ``$MAXX_SESSION_ID``: absent means the daemon's focused session."""
+        return self._attach(_calls.attach(session_id=session_id, cols=cols, rows=rows), as_, confirm)
 
     def status(
         self,

@@ -63,7 +63,8 @@ class Daemon:
                     "version": 1,
                     "sources": [
                         {"id": READER, "kind": "local",
-                         "allow": ["output:read", "tabs:list", "tabs:spawn", "input:send", "keys:press", "state:set"],
+                         "allow": ["output:read", "tabs:list", "tabs:spawn", "input:send", "keys:press", "state:set",
+                                   "surface:attach"],
                          "confirm": [], "confirm_scope": "always"},
                         {"id": CAREFUL, "kind": "local", "allow": ["tabs:list", "tabs:spawn"],
                          "confirm": ["tabs:close"], "confirm_scope": "always"},

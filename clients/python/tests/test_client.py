@@ -33,7 +33,10 @@ def test_create_send_keys_wait_snapshot_set_result_get(client: maxx.Client, grou
     assert waited["outcome"] == "matched", waited
     screen = reader.snapshot(sid)
     assert screen["session_id"] == sid and screen["cols"] == 100 and screen["rows"] == 30
-    assert any(line.rstrip() == "py-client-ok" for line in screen["lines"]), screen["lines"]
+    # The output line (the shell may have printed its prompt after the echo of what was typed).
+    assert any(
+        line.rstrip().endswith("py-client-ok") and "echo" not in line for line in screen["lines"]
+    ), screen["lines"]
 
     client.set_result_schema(sid, result_schema={"type": "object", "required": ["passed"]})
     client.set_result(sid, result=json.dumps({"passed": True}), source="py-test")
@@ -72,7 +75,7 @@ def test_declarations_and_events(client: maxx.Client, group: str) -> None:
     page = client.events(sid, since=0, limit=2)
     assert len(page["events"]) == 2 and page["more"] is True
     names = [e["name"] for e in client.iter_events(sid)]
-    assert names[:3] == ["py-agent", "building", "build.done"] or "build.done" in names, names
+    assert names == ["building", "build.done", "k", "complete", None, "py-agent", "custom.thing", "k"], names
     kinds = [e["kind"] for e in client.iter_events(sid, since=page["next_since"])]
     assert len(kinds) == len(names) - 2
 
@@ -213,11 +216,11 @@ def test_screen_and_lifecycle_verbs(client: maxx.Client, group: str) -> None:
 
 
 def test_method_table_is_the_daemon_s(client: maxx.Client) -> None:
-    """Every method the daemon lists (its unknown_method remedy) has a verb, but attach."""
+    """Every method the daemon lists (its unknown_method remedy) has a verb."""
     with pytest.raises(maxx.UnknownMethod) as e:
         client._call(Call("no.such-method", {}, 10.0))
     listed = set(e.value.remedy.split(":", 1)[1].replace(" ", "").split(","))
-    assert set(maxx.methods()) == listed - {"sessions.attach"}
+    assert set(maxx.methods()) == listed
 
 
 def test_sync_and_async_clients_match() -> None:
@@ -225,7 +228,8 @@ def test_sync_and_async_clients_match() -> None:
         sync = inspect.signature(getattr(maxx.Client, name))
         aio = inspect.signature(getattr(maxx.AsyncClient, name))
         assert sync.parameters == aio.parameters, name
-        assert str(sync.return_annotation).split("[")[-1] == str(aio.return_annotation).split("[")[-1], name
+        plain = str(aio.return_annotation).replace("Async", "")
+        assert str(sync.return_annotation) == plain, name
 
 
 def test_generated_clients_are_fresh() -> None:

@@ -89,3 +89,46 @@ def test_stream_wait_group_all_exited(client: maxx.Client, group: str) -> None:
     done = client.stream_wait(group=group, all="exited", timeout="30s")
     assert done["outcome"] == "matched" and len(done["members"]) == 3
     assert sorted(m.get("exit_code", -1) for m in done["members"]) == [0, 1, 2]
+
+
+def _read_until(att: "maxx.Attachment", want: bytes, timeout: float = 10.0) -> bytes:
+    import time
+
+    seen = b""
+    deadline = time.monotonic() + timeout
+    while want not in seen:
+        left = deadline - time.monotonic()
+        assert left > 0, f"never saw {want!r} in {seen[-500:]!r}"
+        try:
+            chunk = att.read(timeout=left)
+        except maxx.Timeout:
+            continue
+        assert chunk, f"the attachment ended before {want!r}: {seen[-500:]!r}"
+        seen += chunk
+    return seen
+
+
+def test_attach_types_and_reads(client: maxx.Client, group: str) -> None:
+    from conftest import READER
+
+    sid = client.create(command=SHELL, group=group)["session"]["session_id"]
+    with pytest.raises(maxx.Unauthorized):
+        client.attach(sid)
+    reader = client.with_options(as_=READER)
+    with reader.attach(sid, cols=90, rows=20) as att:
+        assert att.session["session_id"] == sid
+        att.send(b"echo att'ach'-ok\r")
+        _read_until(att, b"attach-ok")
+        # A read that times out (once the shell is quiet) leaves the attachment usable.
+        for _ in range(100):
+            try:
+                att.read(timeout=0.1)
+            except maxx.Timeout:
+                break
+        else:
+            pytest.fail("the shell never went quiet")
+        att.resize(100, 30)
+        att.send(b"stty size\r")
+        _read_until(att, b"30 100")
+    assert client.get(sid)["session"]["lifecycle"] == "running"
+    client.cancel(sid)

@@ -156,7 +156,11 @@ def _method(verb: _calls.Verb, flavor: str) -> str:
     result = _inner(str(sig.return_annotation))
     doc = inspect.getdoc(fn) or ""
     call = f"_calls.{fn.__name__}({', '.join(forward)})"
-    if verb.stream:
+    if verb.attach:
+        head = f"    def {verb.name}(\n" if flavor == "sync" else f"    async def {verb.name}(\n"
+        ret = "Attachment" if flavor == "sync" else "AsyncAttachment"
+        body = f"return {'' if flavor == 'sync' else 'await '}self._attach({call}, as_, confirm)"
+    elif verb.stream:
         kind = "LineStream" if flavor == "sync" else "AsyncLineStream"
         head = f"    def {verb.name}(\n"
         ret = f"{kind}[{result}]"
@@ -186,10 +190,10 @@ def render(flavor: str) -> str:
     if "JSON" in words:
         type_names = sorted(type_names + ["JSON"])
     if flavor == "sync":
-        transport = "LineStream, Options, SyncTransport, WarningHook"
+        transport = "Attachment, LineStream, Options, SyncTransport, WarningHook"
         doc = "The blocking client, :class:`Client`."
     else:
-        transport = "AsyncLineStream, AsyncTransport, Options, WarningHook"
+        transport = "AsyncAttachment, AsyncLineStream, AsyncTransport, Options, WarningHook"
         doc = "The asyncio client, :class:`AsyncClient`."
     head = HEADER.format(
         doc=doc,
