@@ -83,3 +83,20 @@ def test_async_streams(daemon: Daemon, group: str) -> None:
         await c.cancel(sid)
 
     asyncio.run(main())
+
+
+def test_async_attach(daemon: Daemon, group: str) -> None:
+    async def main() -> None:
+        c = maxx.AsyncClient(control_dir=daemon.control)
+        sid = (await c.create(command=SHELL, group=group))["session"]["session_id"]
+        async with await c.attach(sid, as_=READER) as att:
+            assert att.session["session_id"] == sid
+            await att.send(b"echo as'ync-att'ach\r")
+            seen = b""
+            while b"async-attach" not in seen:
+                chunk = await att.read(timeout=10)
+                assert chunk, seen
+                seen += chunk
+        await c.cancel(sid)
+
+    asyncio.run(main())
