@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator, Mapping, Optional, Sequence, TypedDict, Union
+from typing import Iterator, Mapping, Optional, Sequence, Union
 
 from . import _calls
 from ._calls import Duration

@@ -182,7 +182,9 @@ def render(flavor: str) -> str:
     methods = [_method(v, flavor) for v in _calls.VERBS.values()]
     template = SYNC_CLASS if flavor == "sync" else ASYNC_CLASS
     body = template + "".join(methods)
-    words = set(re.findall(r"\b[A-Za-z_][A-Za-z0-9_]*\b", body))
+    # Names used in code, not in docstrings.
+    code = re.sub(r'"""(?:.|\n)*?"""', "", body)
+    words = set(re.findall(r"\b[A-Za-z_][A-Za-z0-9_]*\b", code))
     typing_names = sorted(n for n in words if n in typing.__all__ and n not in ("Text",))
     type_names = sorted(
         n for n in words if n[0].isupper() and hasattr(types, n) and n not in typing_names and n != "JSON"
