@@ -19,6 +19,7 @@ mod keys;
 mod lifecycle;
 mod mcp;
 mod policy;
+mod python_client;
 mod reliability;
 mod screen;
 mod selectors;
