@@ -570,6 +570,42 @@ def set_agent_type(session_id: Optional[str] = None, *, agent_type: str, source:
     return _declare("sessions.set-agent-type", session_id, source, agent_type=agent_type)
 
 
+@_verb("ask", "sessions.ask")
+def ask(
+    session_id: Optional[str] = None,
+    *,
+    question: str,
+    suggestions: Optional[Sequence[str]] = None,
+    source: Optional[str] = None,
+) -> Call[SessionResult]:
+    """``sessions.ask``: ask a person for attention (advisory: nothing moves); the record
+    keeps the open ask until it is answered or the session restarts."""
+    return _declare(
+        "sessions.ask",
+        session_id,
+        source,
+        question=question,
+        suggestions=list(suggestions) if suggestions is not None else None,
+    )
+
+
+@_verb("answer", "sessions.answer")
+def answer(
+    session_id: str,
+    *,
+    text: Optional[str] = None,
+    choice: Optional[int] = None,
+    ask_id: Optional[int] = None,
+    source: Optional[str] = None,
+) -> Call[SessionResult]:
+    """``sessions.answer``: reply to the open ask with ``text`` or the ``choice``-th
+    suggestion (from 1). Always names its session."""
+    return _call(
+        "sessions.answer",
+        _params(session_id=session_id, answer=text, choice=choice, ask_id=ask_id, source=source),
+    )
+
+
 @_verb("set_group", "sessions.set-group")
 def set_group(session_id: str, *, group: Optional[str] = None) -> Call[SessionResult]:
     """``sessions.set-group``: join ``group`` (``None`` or ``""``: leave)."""
@@ -711,3 +747,24 @@ def policy_check(*, capability: str, target: Optional[str] = None) -> Call[Polic
 def policy_sources() -> Call[PolicySources]:
     """``policy.sources``."""
     return _call("policy.sources", {})
+
+
+@_verb("whoami", "daemon.whoami")
+def whoami() -> Call[JSON]:
+    """``daemon.whoami``: the source the daemon resolved for this client, the peer's
+    credentials, which daemon answered (never the token)."""
+    return _call("daemon.whoami", {})
+
+
+@_verb("reload", "daemon.reload")
+def reload() -> Call[JSON]:
+    """``daemon.reload``: read the policy file again; a refused file keeps the policy in
+    force (``result["policy"]["applied"]`` says which)."""
+    return _call("daemon.reload", {})
+
+
+@_verb("stop", "daemon.stop")
+def stop() -> Call[JSON]:
+    """``daemon.stop``: answered, then the daemon stops cleanly (its sessions end)."""
+    return _call("daemon.stop", {})
+

@@ -457,6 +457,35 @@ class AsyncClient(AsyncTransport):
         """``sessions.set-agent-type``."""
         return await self._call(_calls.set_agent_type(session_id=session_id, agent_type=agent_type, source=source), as_, confirm)
 
+    async def ask(
+        self,
+        session_id: Optional[str] = None,
+        *,
+        question: str,
+        suggestions: Optional[Sequence[str]] = None,
+        source: Optional[str] = None,
+        as_: Optional[str] = None,
+        confirm: Optional[bool] = None,
+    ) -> SessionResult:
+        """``sessions.ask``: ask a person for attention (advisory: nothing moves); the record
+        keeps the open ask until it is answered or the session restarts."""
+        return await self._call(_calls.ask(session_id=session_id, question=question, suggestions=suggestions, source=source), as_, confirm)
+
+    async def answer(
+        self,
+        session_id: str,
+        *,
+        text: Optional[str] = None,
+        choice: Optional[int] = None,
+        ask_id: Optional[int] = None,
+        source: Optional[str] = None,
+        as_: Optional[str] = None,
+        confirm: Optional[bool] = None,
+    ) -> SessionResult:
+        """``sessions.answer``: reply to the open ask with ``text`` or the ``choice``-th
+        suggestion (from 1). Always names its session."""
+        return await self._call(_calls.answer(session_id=session_id, text=text, choice=choice, ask_id=ask_id, source=source), as_, confirm)
+
     async def set_group(
         self,
         session_id: str,
@@ -627,3 +656,32 @@ class AsyncClient(AsyncTransport):
     ) -> PolicySources:
         """``policy.sources``."""
         return await self._call(_calls.policy_sources(), as_, confirm)
+
+    async def whoami(
+        self,
+        *,
+        as_: Optional[str] = None,
+        confirm: Optional[bool] = None,
+    ) -> JSON:
+        """``daemon.whoami``: the source the daemon resolved for this client, the peer's
+        credentials, which daemon answered (never the token)."""
+        return await self._call(_calls.whoami(), as_, confirm)
+
+    async def reload(
+        self,
+        *,
+        as_: Optional[str] = None,
+        confirm: Optional[bool] = None,
+    ) -> JSON:
+        """``daemon.reload``: read the policy file again; a refused file keeps the policy in
+        force (``result["policy"]["applied"]`` says which)."""
+        return await self._call(_calls.reload(), as_, confirm)
+
+    async def stop(
+        self,
+        *,
+        as_: Optional[str] = None,
+        confirm: Optional[bool] = None,
+    ) -> JSON:
+        """``daemon.stop``: answered, then the daemon stops cleanly (its sessions end)."""
+        return await self._call(_calls.stop(), as_, confirm)

@@ -467,6 +467,35 @@ class Client(SyncTransport):
         """``sessions.set-agent-type``."""
         return self._call(_calls.set_agent_type(session_id=session_id, agent_type=agent_type, source=source), as_, confirm)
 
+    def ask(
+        self,
+        session_id: Optional[str] = None,
+        *,
+        question: str,
+        suggestions: Optional[Sequence[str]] = None,
+        source: Optional[str] = None,
+        as_: Optional[str] = None,
+        confirm: Optional[bool] = None,
+    ) -> SessionResult:
+        """``sessions.ask``: ask a person for attention (advisory: nothing moves); the record
+        keeps the open ask until it is answered or the session restarts."""
+        return self._call(_calls.ask(session_id=session_id, question=question, suggestions=suggestions, source=source), as_, confirm)
+
+    def answer(
+        self,
+        session_id: str,
+        *,
+        text: Optional[str] = None,
+        choice: Optional[int] = None,
+        ask_id: Optional[int] = None,
+        source: Optional[str] = None,
+        as_: Optional[str] = None,
+        confirm: Optional[bool] = None,
+    ) -> SessionResult:
+        """``sessions.answer``: reply to the open ask with ``text`` or the ``choice``-th
+        suggestion (from 1). Always names its session."""
+        return self._call(_calls.answer(session_id=session_id, text=text, choice=choice, ask_id=ask_id, source=source), as_, confirm)
+
     def set_group(
         self,
         session_id: str,
@@ -637,3 +666,32 @@ class Client(SyncTransport):
     ) -> PolicySources:
         """``policy.sources``."""
         return self._call(_calls.policy_sources(), as_, confirm)
+
+    def whoami(
+        self,
+        *,
+        as_: Optional[str] = None,
+        confirm: Optional[bool] = None,
+    ) -> JSON:
+        """``daemon.whoami``: the source the daemon resolved for this client, the peer's
+        credentials, which daemon answered (never the token)."""
+        return self._call(_calls.whoami(), as_, confirm)
+
+    def reload(
+        self,
+        *,
+        as_: Optional[str] = None,
+        confirm: Optional[bool] = None,
+    ) -> JSON:
+        """``daemon.reload``: read the policy file again; a refused file keeps the policy in
+        force (``result["policy"]["applied"]`` says which)."""
+        return self._call(_calls.reload(), as_, confirm)
+
+    def stop(
+        self,
+        *,
+        as_: Optional[str] = None,
+        confirm: Optional[bool] = None,
+    ) -> JSON:
+        """``daemon.stop``: answered, then the daemon stops cleanly (its sessions end)."""
+        return self._call(_calls.stop(), as_, confirm)
