@@ -33,6 +33,7 @@ mod daemon_cmd;
 mod exit;
 mod human;
 mod mcp;
+mod record;
 mod report;
 mod request;
 mod top;
@@ -73,6 +74,9 @@ fn run(cli: Cli) -> i32 {
             ..
         }) => return daemon_cmd::manage(&target, &cli.caller, cli.confirm, action),
         Command::Daemon(d) => return daemon_cmd::command(&target, d),
+        Command::Sessions(SessionsCmd {
+            verb: Some(SessionsVerb::Rec(a)),
+        }) => return record::rec(&target, &cli.caller, cli.confirm, a),
         Command::Sessions(s) => {
             request::sessions(s.verb.unwrap_or(SessionsVerb::List(ListArgs::default())))
         }
@@ -87,6 +91,7 @@ fn run(cli: Cli) -> i32 {
         Command::Completions(a) => return generated(Generated::Completions(a.shell)),
         Command::Man => return generated(Generated::Man),
         Command::Whoami => Ok(request::daemon_whoami()),
+        Command::Play(a) => return record::play(&target, &cli.caller, cli.confirm, a),
         Command::Ls(a) => return human::ls(&target, &cli.caller, a),
         Command::Top(a) if a.json => {
             let ls = LsArgs {

@@ -110,6 +110,8 @@ pub fn sessions(verb: SessionsVerb) -> Built {
         SessionsVerb::Wait(a) => sessions_wait(a),
         SessionsVerb::RegisterCurrent => sessions_register_current(),
         SessionsVerb::Watch(a) => Ok(sessions_watch(a)),
+        // A read-only attach the CLI follows itself (`record.rs`).
+        SessionsVerb::Rec(a) => Ok(sessions_attach(Some(a.session_id), None)),
         SessionsVerb::Events(a) => Ok(sessions_events(a)),
         SessionsVerb::DeclareState(a) => Ok(sessions_declare_state(a)),
         SessionsVerb::EmitEvent(a) => sessions_emit_event(a),

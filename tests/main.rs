@@ -20,6 +20,7 @@ mod lifecycle;
 mod mcp;
 mod policy;
 mod python_client;
+mod record;
 mod reliability;
 mod screen;
 mod selectors;

@@ -142,9 +142,31 @@ maxx completions zsh > ~/.zfunc/_maxx\n  maxx completions fish > ~/.config/fish/
     /// Print the man page (roff) to stdout.
     #[command(after_help = "Example:\n  maxx man > ~/.local/share/man/man1/maxx.1")]
     Man,
+    /// Play an asciicast recording into a new session (its size; the program exits at the
+    /// end, the session stays readable).
+    #[command(after_help = "Example:\n  maxx play build.cast --speed 2 --idle-limit 1s")]
+    Play(PlayArgs),
     /// Who the daemon takes you for: the policy source it resolved (--as), your uid as the
     /// kernel reports it, and which daemon answered (never the token).
     Whoami,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct PlayArgs {
+    /// The recording (asciicast v2).
+    pub file: PathBuf,
+    /// Play this many times faster.
+    #[arg(long, default_value_t = 1.0)]
+    pub speed: f64,
+    /// Shorten every pause to at most this long (e.g. 1s).
+    #[arg(long, value_parser = duration, value_name = "DUR")]
+    pub idle_limit: Option<Duration>,
+    /// The new session's title (default: play FILE).
+    #[arg(long)]
+    pub title: Option<String>,
+    /// Internal: write the output to this terminal (the played session's program).
+    #[arg(long, hide = true)]
+    pub raw: bool,
 }
 
 #[derive(clap::Args, Debug)]

@@ -98,6 +98,13 @@ maxx sessions wait ID --until 'BUILD OK' --output-only --timeout 10m"
         after_help = "Example:\n  maxx sessions ask \"$MAXX_SESSION_ID\" --question 'Ship it?' --suggest yes --suggest no"
     )]
     Ask(AskArgs),
+    /// Record the session's output to an asciicast v2 file until its run ends, --max-bytes,
+    /// or Ctrl-C. Read-only: it never resizes and types nothing (needs surface:attach and
+    /// output:read).
+    #[command(
+        after_help = "Examples:\n  maxx --as me sessions rec 1a2b3c4d --out build.cast\n  asciinema play build.cast\n  maxx play build.cast"
+    )]
+    Rec(RecArgs),
     /// Answer a session's open ask (with --text, or --choice N for its N-th suggestion).
     #[command(after_help = "Example:\n  maxx sessions answer 1a2b3c4d --choice 1")]
     Answer(AnswerArgs),
@@ -405,4 +412,22 @@ pub struct WaitArgs {
     /// Give up after this long (default 30s, at most 1h): 500ms, 30s, 5m, 1h.
     #[arg(long, value_parser = duration)]
     pub timeout: Option<Duration>,
+}
+
+#[derive(Args, Debug)]
+pub struct RecArgs {
+    /// The session: an id, an id prefix (4+ hex digits) or %title; inside a session,
+    /// that session.
+    #[arg(env = "MAXX_SESSION_ID", hide_env_values = true,
+          value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    pub session_id: String,
+    /// The file to write (asciicast v2; must not exist yet).
+    #[arg(long, value_name = "FILE")]
+    pub out: std::path::PathBuf,
+    /// Stop after this many bytes of output.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_bytes: Option<u64>,
+    /// Record a longer pause as this long (e.g. 2s).
+    #[arg(long, value_parser = duration, value_name = "DUR")]
+    pub idle_limit: Option<std::time::Duration>,
 }

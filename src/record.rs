@@ -1,0 +1,308 @@
+//! `maxx sessions rec` and `maxx play`: a session's output as an asciicast v2 file, and a
+//! recording played into a new session.
+//!
+//! `rec` is a read-only `sessions.attach` (no size, so no resize; no input frames, so nothing
+//! is typed): the daemon's repaint of the screen at t = 0, then every output chunk, until the
+//! session's run ends, `--max-bytes` is reached or the recorder gets SIGINT/SIGTERM. The file
+//! is asciicast v2 (one JSON header line, then `[time, "o", text]` lines), what `asciinema
+//! play` and `asciinema cat` read. Resizes made while recording are not events (the attach
+//! stream does not carry them): the header has the size when recording started.
+//!
+//! `play` creates a session (the recording's size) whose program is `maxx play --raw FILE`:
+//! it writes the output events to the terminal at their times (scaled by `--speed`, gaps
+//! capped by `--idle-limit`), then exits.
+
+use crate::cli::{PlayArgs, RecArgs};
+use crate::client::{send_request, ClientError, Target};
+use crate::{exit, report, request};
+use maxx_protocol::error::ErrorBody;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// Set by SIGINT/SIGTERM while recording: finish the file and stop.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_stop(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+/// `maxx sessions rec ID --out FILE`.
+pub fn rec(target: &Target, caller: &Option<String>, confirm: bool, a: RecArgs) -> i32 {
+    match record(target, caller, confirm, &a) {
+        Ok(summary) => {
+            println!(
+                "{}",
+                crate::views::json_text(&json!({"ok": true, "result": summary}))
+            );
+            exit::OK
+        }
+        Err(e) => report::client_error("sessions.attach", e),
+    }
+}
+
+fn record(
+    target: &Target,
+    caller: &Option<String>,
+    confirm: bool,
+    a: &RecArgs,
+) -> Result<Value, ClientError> {
+    let failed = |what: &str, e: std::io::Error| {
+        ClientError::Failed(ErrorBody::internal(format!("{what}: {e}")))
+    };
+    let req = request::sessions_attach(Some(a.session_id.clone()), None);
+    let stream = send_request(
+        target,
+        req.method,
+        req.params,
+        caller.as_deref(),
+        confirm,
+        false,
+    )?;
+    let mut reader = BufReader::new(stream);
+    let mut first = Vec::new();
+    (&mut reader)
+        .take(1 << 20)
+        .read_until(b'\n', &mut first)
+        .map_err(|e| failed("reading the attach answer", e))?;
+    let answer: maxx_protocol::Response = serde_json::from_slice(&first)
+        .map_err(|e| ClientError::Failed(ErrorBody::internal(format!("bad answer: {e}"))))?;
+    if !answer.ok {
+        return Err(ClientError::Failed(
+            answer
+                .error
+                .unwrap_or_else(|| ErrorBody::internal("attach refused")),
+        ));
+    }
+    let session = answer
+        .result
+        .as_ref()
+        .map(|r| r["session"].clone())
+        .unwrap_or(Value::Null);
+    let mut out = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&a.out)
+        .map_err(|e| ClientError::Usage(format!("cannot create {}: {e}", a.out.display())))?;
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut header = json!({
+        "version": 2,
+        "width": session["cols"],
+        "height": session["rows"],
+        "timestamp": started,
+        "env": {"TERM": "xterm-256color"},
+    });
+    if let Some(title) = session["title"].as_str() {
+        header["title"] = json!(title);
+    }
+    writeln!(out, "{header}").map_err(|e| failed("writing the recording", e))?;
+
+    // SIGINT/SIGTERM end the recording cleanly: the read is interrupted (no SA_RESTART).
+    {
+        use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
+        let action = SigAction::new(
+            SigHandler::Handler(on_stop),
+            SaFlags::empty(),
+            SigSet::empty(),
+        );
+        for sig in [Signal::SIGINT, Signal::SIGTERM] {
+            // SAFETY: the handler only stores to an atomic.
+            let _ = unsafe { sigaction(sig, &action) };
+        }
+    }
+    let start = Instant::now();
+    let idle_limit = a.idle_limit;
+    let (mut clock, mut last) = (Duration::ZERO, Duration::ZERO);
+    let mut pending: Vec<u8> = Vec::new();
+    let (mut bytes, mut events) = (0u64, 0u64);
+    let mut buf = vec![0u8; 64 * 1024];
+    let ended = loop {
+        if STOP.load(Ordering::Relaxed) {
+            break "stopped";
+        }
+        if a.max_bytes.is_some_and(|max| bytes >= max) {
+            break "max_bytes";
+        }
+        let n = match reader.read(&mut buf) {
+            Ok(0) => break "session_ended",
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(failed("reading the session's output", e)),
+        };
+        let chunk = match a.max_bytes {
+            Some(max) => &buf[..n.min((max - bytes) as usize)],
+            None => &buf[..n],
+        };
+        bytes += chunk.len() as u64;
+        pending.extend_from_slice(chunk);
+        // Only whole UTF-8 characters go into an event: a character split across reads
+        // waits for its rest.
+        let whole = utf8_prefix(&pending);
+        if whole == 0 {
+            continue;
+        }
+        let text = String::from_utf8_lossy(&pending[..whole]).into_owned();
+        pending.drain(..whole);
+        let now = start.elapsed();
+        let gap = now.saturating_sub(last);
+        clock += match idle_limit {
+            Some(limit) => gap.min(limit),
+            None => gap,
+        };
+        last = now;
+        writeln!(out, "{}", json!([clock.as_secs_f64(), "o", text]))
+            .map_err(|e| failed("writing the recording", e))?;
+        events += 1;
+    };
+    if !pending.is_empty() {
+        let text = String::from_utf8_lossy(&pending).into_owned();
+        writeln!(out, "{}", json!([clock.as_secs_f64(), "o", text]))
+            .map_err(|e| failed("writing the recording", e))?;
+        events += 1;
+    }
+    out.sync_all()
+        .map_err(|e| failed("writing the recording", e))?;
+    Ok(json!({
+        "file": a.out.display().to_string(),
+        "session_id": session["session_id"],
+        "width": session["cols"],
+        "height": session["rows"],
+        "events": events,
+        "bytes": bytes,
+        "ended": ended,
+    }))
+}
+
+/// How many leading bytes of `bytes` are whole UTF-8 characters (an invalid byte counts as
+/// whole: it is shown as U+FFFD, never held back).
+fn utf8_prefix(bytes: &[u8]) -> usize {
+    match std::str::from_utf8(bytes) {
+        Ok(_) => bytes.len(),
+        Err(e) if e.error_len().is_none() => e.valid_up_to(),
+        Err(_) => bytes.len(),
+    }
+}
+
+/// `maxx play FILE`: a new session that plays the recording; `--raw` is that session's
+/// program.
+pub fn play(target: &Target, caller: &Option<String>, confirm: bool, a: PlayArgs) -> i32 {
+    let header = match read_header(&a.file) {
+        Ok(h) => h,
+        Err(e) => {
+            return report::usage_error(
+                e,
+                "give an asciicast v2 file (maxx sessions rec writes one)",
+            )
+        }
+    };
+    if a.raw {
+        return match replay(&a) {
+            Ok(()) => exit::OK,
+            Err(e) => {
+                eprintln!("maxx play: {e}");
+                exit::FAILED
+            }
+        };
+    }
+    let bin = std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| "maxx".into());
+    let file = std::fs::canonicalize(&a.file).unwrap_or(a.file.clone());
+    let mut command = format!(
+        "{} play --raw {} --speed {}",
+        shell_quote(&bin),
+        shell_quote(&file.display().to_string()),
+        a.speed
+    );
+    if let Some(limit) = a.idle_limit {
+        command.push_str(&format!(" --idle-limit {}ms", limit.as_millis()));
+    }
+    let title = a
+        .title
+        .clone()
+        .unwrap_or_else(|| format!("play {}", a.file.display()));
+    let params = json!({
+        "command": command,
+        "title": title,
+        "cols": header["width"],
+        "rows": header["height"],
+    });
+    let response = crate::client::request(
+        target,
+        "sessions.create",
+        params,
+        caller.as_deref(),
+        confirm,
+        request::CLIENT_TIMEOUT,
+    );
+    report::response("sessions.create", response)
+}
+
+fn read_header(path: &std::path::Path) -> Result<Value, String> {
+    let file =
+        std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mut line = String::new();
+    BufReader::new(file)
+        .take(64 * 1024)
+        .read_line(&mut line)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let header: Value = serde_json::from_str(&line)
+        .map_err(|e| format!("{} is not an asciicast file: {e}", path.display()))?;
+    let size_ok = |k: &str| header[k].as_u64().is_some_and(|n| (1..=1000).contains(&n));
+    if header["version"] != 2 || !size_ok("width") || !size_ok("height") {
+        return Err(format!(
+            "{} is not an asciicast v2 recording (version 2, width and height 1..=1000)",
+            path.display()
+        ));
+    }
+    Ok(header)
+}
+
+/// Write the recording's output events to stdout at their times.
+fn replay(a: &PlayArgs) -> Result<(), String> {
+    let file = std::fs::File::open(&a.file).map_err(|e| e.to_string())?;
+    let mut lines = BufReader::new(file).lines();
+    lines.next();
+    let speed = if a.speed > 0.0 { a.speed } else { 1.0 };
+    let start = Instant::now();
+    let (mut at, mut previous) = (Duration::ZERO, 0.0f64);
+    let mut stdout = std::io::stdout().lock();
+    for line in lines {
+        let line = line.map_err(|e| e.to_string())?;
+        let Ok(Value::Array(event)) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        let (Some(t), Some(kind), Some(data)) = (
+            event.first().and_then(Value::as_f64),
+            event.get(1).and_then(Value::as_str),
+            event.get(2).and_then(Value::as_str),
+        ) else {
+            continue;
+        };
+        let mut gap = Duration::from_secs_f64((t - previous).max(0.0) / speed);
+        if let Some(limit) = a.idle_limit {
+            gap = gap.min(limit);
+        }
+        previous = t;
+        at += gap;
+        if kind != "o" {
+            continue;
+        }
+        // The recording's own timing: a deliberate delay, not a wait for a condition.
+        if let Some(left) = at.checked_sub(start.elapsed()) {
+            std::thread::sleep(left);
+        }
+        stdout
+            .write_all(data.as_bytes())
+            .map_err(|e| e.to_string())?;
+        stdout.flush().map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
