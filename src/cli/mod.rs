@@ -65,11 +65,13 @@ fn wire_enum<E: ValueEnum + Clone + Send + Sync + 'static>() -> impl TypedValueP
     long_about = "maxx runs terminal sessions (agents, jobs, shells) in real PTYs under a daemon \
 and lets scripts drive them over a token-authenticated Unix socket.\n\n\
 Noun-verb commands print the daemon's JSON response on stdout; on failure stdout is empty and \
-stderr carries one JSON error. `maxx +control <noun> <verb>` is the same command.",
+stderr carries one JSON error. `maxx +control <noun> <verb>` is the same command. Bare `maxx` \
+prints this help on stdout and exits 0.",
     after_help = "Quick start:\n  \
 id=$(maxx sessions create --command 'make test' | jq -r .result.session.session_id)\n  \
 maxx sessions wait \"$id\" --lifecycle exited --timeout 10m\n  \
 maxx sessions get \"$id\" | jq .result.session.exit_code\n\n\
+Sessions are named by id, id prefix (4+ hex) or %title.\n\
 Exit codes: 0 ok/matched · 1 the daemon refused, or a wait ended unmatched · 2 what you typed is wrong · \
 3 no daemon · 124 wait timed out"
 )]
