@@ -74,10 +74,11 @@ fn all_exited_matches_only_after_the_last_member_exits() {
         "stream.wait",
         json!({"group": "nobody", "all": "exited", "timeout": 5}),
     );
-    assert_eq!(
-        empty,
-        json!({"outcome": "matched", "group": "nobody", "members": []})
-    );
+    assert_eq!(empty["outcome"], "matched");
+    assert_eq!(empty["group"], "nobody");
+    assert_eq!(empty["member_count"], 0);
+    assert_eq!(empty["members"], json!([]));
+    assert!(empty["note"].is_string(), "an empty group says so: {empty}");
 }
 
 #[test]
