@@ -74,7 +74,13 @@ pub fn attach(target: &Target, caller: &Option<String>, confirm: bool, a: Attach
         Ok(k) => k,
         Err(e) => return report::usage_error(e, "e.g. --detach-key C-a; see --help"),
     };
-    match attach::run(target, a.session_id, caller.as_deref(), confirm, key) {
+    let opts = attach::Options {
+        detach_key: key,
+        detach_key_name: a.detach_key.clone(),
+        status: !a.no_status,
+        initial: Vec::new(),
+    };
+    match attach::run(target, a.session_id, caller.as_deref(), confirm, opts) {
         Ok(attach::Outcome::Detached(id)) => {
             eprintln!("[detached from {id}]");
             exit::OK

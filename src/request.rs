@@ -595,6 +595,7 @@ pub fn stream_wait(a: StreamWaitArgs) -> Request {
     let p = wire::Stream {
         event: a.event,
         all: a.all,
+        require_members: a.require_members.then_some(true),
         timeout: Some(seconds(t)),
         ..stream_filter(a.filter)
     };
@@ -744,6 +745,7 @@ mod tests {
             "sessions restart ID --command make",
             "stream watch --group g --session ID --since 4 --timeout 10m",
             "stream wait --group g --all exited --timeout 1h",
+            "stream wait --group g --all exited --require-members",
             "stream wait --session ID --event e",
             "event emit --session ID --type declared.status --json '{\"step\":3}' --source s",
             "profiles list",

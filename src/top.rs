@@ -6,6 +6,13 @@
 //! Keys: ↑/↓ (k/j) select · Enter attach (Ctrl-\ d returns) · f focus · i interrupt ·
 //! a archive · r restart · q quit. Interrupt, archive and restart ask for a `y` first,
 //! naming the target and the consequence.
+//!
+//! One reader of the terminal at a time: the keyboard thread hands over each key and
+//! waits until the main loop has applied it and drawn the next frame before it reads
+//! again. So while Enter's attach runs, the keyboard thread is parked and `attach` is the
+//! only reader; bytes read with the Enter go to the session, not to the dashboard. And a
+//! `y` counts only if it was read after its prompt was drawn: when a prompt appears, the
+//! rest of that read and the terminal's typeahead are discarded.
 
 use crate::cli::{ActionArgs, ArchiveArgs, ListArgs, RestartArgs, SelfIdArg, StreamWatchArgs};
 use crate::client::{self, Target};
@@ -13,7 +20,8 @@ use crate::exit;
 use crate::request::{self, Request};
 use maxx_protocol::error::{ErrorBody, ErrorCode};
 use maxx_protocol::request::ActionKind;
-use ratatui::crossterm::event::{self, Event as TermEvent, KeyCode, KeyEvent, KeyModifiers};
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sys::termios::{self, FlushArg};
 use ratatui::crossterm::execute;
 use ratatui::crossterm::terminal::{
     disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
@@ -25,6 +33,7 @@ use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState, 
 use ratatui::Frame;
 use serde_json::{json, Value};
 use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::os::fd::AsFd;
 use std::sync::mpsc;
 use std::time::{Duration, SystemTime};
 
@@ -343,11 +352,127 @@ fn draw_detail(f: &mut Frame, app: &App, area: Rect) {
     f.render_widget(detail, area);
 }
 
+/// A key the dashboard knows; every other key is read and ignored.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Key {
+    Up,
+    Down,
+    Enter,
+    Esc,
+    CtrlC,
+    Char(char),
+}
+
+/// The first key in `bytes` (a raw-mode read) and how many bytes it took. An escape
+/// sequence the dashboard has no use for, a control byte or a non-ASCII character is
+/// consumed as `None`.
+pub fn parse_key(bytes: &[u8]) -> (Option<Key>, usize) {
+    match bytes {
+        [] => (None, 0),
+        [0x1b] => (Some(Key::Esc), 1),
+        [0x1b, b'[', rest @ ..] => {
+            // CSI: parameter and intermediate bytes, then a final byte 0x40..=0x7e.
+            match rest.iter().position(|b| (0x40..=0x7e).contains(b)) {
+                Some(i) => {
+                    let key = match (&rest[..i], rest[i]) {
+                        ([], b'A') => Some(Key::Up),
+                        ([], b'B') => Some(Key::Down),
+                        _ => None,
+                    };
+                    (key, i + 3)
+                }
+                None => (None, bytes.len()),
+            }
+        }
+        [0x1b, b'O', k, ..] => (
+            match k {
+                b'A' => Some(Key::Up),
+                b'B' => Some(Key::Down),
+                _ => None,
+            },
+            3,
+        ),
+        // Alt-something, or an incomplete SS3.
+        [0x1b, _, ..] => (None, 2),
+        [b'\r' | b'\n', ..] => (Some(Key::Enter), 1),
+        [0x03, ..] => (Some(Key::CtrlC), 1),
+        [b, ..] if b.is_ascii_graphic() || *b == b' ' => (Some(Key::Char(*b as char)), 1),
+        [b, ..] if *b < 0x80 => (None, 1),
+        // A UTF-8 character: its lead byte says how long it is.
+        [b, ..] => (
+            None,
+            (b.leading_ones() as usize).clamp(1, 4).min(bytes.len()),
+        ),
+    }
+}
+
+/// What the main loop tells the keyboard thread once a key is applied and drawn.
+enum Ack {
+    /// Go on with the rest of this read.
+    Next,
+    /// Drop the rest of this read: attach took it, or a prompt appeared (typeahead must
+    /// not answer it).
+    DropRest,
+}
+
 enum Input {
-    Key(KeyEvent),
+    /// A key, the bytes read after it in the same read, and where to say "applied".
+    Key {
+        key: Key,
+        rest: Vec<u8>,
+        ack: mpsc::Sender<Ack>,
+    },
     Resize,
     Stream(Value),
     StreamEnded,
+}
+
+/// The keyboard thread: reads stdin (the only reader while the dashboard shows) and
+/// SIGWINCH, and hands over one key at a time.
+fn keyboard(tx: mpsc::Sender<Input>) {
+    let Ok(winch) = crate::attach::winch_fd() else {
+        return;
+    };
+    let stdin = std::io::stdin();
+    let mut buf = [0u8; 4096];
+    loop {
+        let mut fds = [
+            PollFd::new(stdin.as_fd(), PollFlags::POLLIN),
+            PollFd::new(winch.as_fd(), PollFlags::POLLIN),
+        ];
+        if poll(&mut fds, PollTimeout::NONE).is_err() {
+            continue;
+        }
+        if fds[1].any().unwrap_or(false) {
+            while let Ok(Some(_)) = winch.read_signal() {}
+            if tx.send(Input::Resize).is_err() {
+                return;
+            }
+        }
+        if !fds[0].any().unwrap_or(false) {
+            continue;
+        }
+        let n = match nix::unistd::read(stdin.as_fd(), &mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        let mut at = 0;
+        while at < n {
+            let (key, used) = parse_key(&buf[at..n]);
+            at += used.max(1);
+            let Some(key) = key else { continue };
+            let (ack, applied) = mpsc::channel();
+            let rest = buf[at..n].to_vec();
+            if tx.send(Input::Key { key, rest, ack }).is_err() {
+                return;
+            }
+            match applied.recv() {
+                Ok(Ack::Next) => {}
+                Ok(Ack::DropRest) => break,
+                Err(_) => return,
+            }
+        }
+    }
 }
 
 /// One request; the dashboard waits at most 30 s for any answer.
@@ -378,6 +503,9 @@ fn status_text(e: &ErrorBody) -> String {
 
 /// Run the dashboard until `q`.
 pub fn run(target: &Target, caller: &Option<String>) -> i32 {
+    // Before any thread starts: SIGWINCH is read from signalfds (the keyboard thread's,
+    // or attach's while attached), never delivered to a thread at random.
+    crate::attach::block_winch();
     let (tx, rx) = mpsc::channel::<Input>();
     // The stream first, so nothing between the list and the stream is missed.
     {
@@ -417,20 +545,7 @@ pub fn run(target: &Target, caller: &Option<String>) -> i32 {
     }
     {
         let tx = tx.clone();
-        std::thread::spawn(move || loop {
-            match event::read() {
-                Ok(TermEvent::Key(k)) => {
-                    if tx.send(Input::Key(k)).is_err() {
-                        return;
-                    }
-                }
-                Ok(TermEvent::Resize(..)) => {
-                    let _ = tx.send(Input::Resize);
-                }
-                Ok(_) => {}
-                Err(_) => return,
-            }
-        });
+        std::thread::spawn(move || keyboard(tx));
     }
     let mut terminal = match enter() {
         Ok(t) => t,
@@ -448,6 +563,8 @@ pub fn run(target: &Target, caller: &Option<String>) -> i32 {
         }
     };
     let mut dirty: BTreeSet<String> = BTreeSet::new();
+    // The key applied last, answered once its frame is drawn.
+    let mut applied: Option<(mpsc::Sender<Ack>, Ack)> = None;
     loop {
         // Re-read the sessions events touched since the last frame.
         for id in std::mem::take(&mut dirty) {
@@ -460,6 +577,10 @@ pub fn run(target: &Target, caller: &Option<String>) -> i32 {
             }
         }
         let _ = terminal.draw(|f| draw(f, &app, SystemTime::now()));
+        // The keyboard thread reads on only once the key's effect is on the terminal.
+        if let Some((ack, what)) = applied.take() {
+            let _ = ack.send(what);
+        }
         let Ok(first) = rx.recv() else { break };
         // Take everything already queued before redrawing (a burst becomes one frame).
         let mut batch = vec![first];
@@ -479,10 +600,23 @@ pub fn run(target: &Target, caller: &Option<String>) -> i32 {
                 Input::StreamEnded => {
                     app.status_line = Some("the event stream ended (daemon gone?)".into())
                 }
-                Input::Key(k) => {
-                    if handle_key(&mut app, k, target, caller, &mut terminal) {
+                Input::Key { key, rest, ack } => {
+                    let mut rest = Some(rest);
+                    if handle_key(&mut app, key, &mut rest, target, caller, &mut terminal) {
                         quit = true;
                     }
+                    let what = if app.confirm.is_some() {
+                        // A prompt appears with the next frame: only a key typed after that
+                        // answers it. What was typed ahead (the rest of this read, and what
+                        // the terminal holds unread) is discarded before it is drawn.
+                        let _ = termios::tcflush(std::io::stdin().as_fd(), FlushArg::TCIFLUSH);
+                        Ack::DropRest
+                    } else if rest.is_none() {
+                        Ack::DropRest
+                    } else {
+                        Ack::Next
+                    };
+                    applied = Some((ack, what));
                 }
             }
         }
@@ -508,16 +642,18 @@ fn leave(terminal: &mut Term) {
     let _ = terminal.show_cursor();
 }
 
-/// Apply a key; true to quit.
+/// Apply a key; true to quit. Enter's attach takes `rest` (what was read after the
+/// Enter goes to the session).
 fn handle_key(
     app: &mut App,
-    k: KeyEvent,
+    k: Key,
+    rest: &mut Option<Vec<u8>>,
     target: &Target,
     caller: &Option<String>,
     terminal: &mut Term,
 ) -> bool {
     if let Some((_, action)) = app.confirm.take() {
-        if k.code == KeyCode::Char('y') {
+        if k == Key::Char('y') {
             let req = match action {
                 Action::Interrupt(session_id) => request::sessions_action(ActionArgs {
                     session_id,
@@ -546,14 +682,13 @@ fn handle_key(
         return false;
     }
     app.status_line = None;
-    match k.code {
-        KeyCode::Char('q') | KeyCode::Esc => return true,
-        KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => return true,
-        KeyCode::Down | KeyCode::Char('j') => {
+    match k {
+        Key::Char('q') | Key::Esc | Key::CtrlC => return true,
+        Key::Down | Key::Char('j') => {
             app.selected = (app.selected + 1).min(app.sessions.len().saturating_sub(1));
         }
-        KeyCode::Up | KeyCode::Char('k') => app.selected = app.selected.saturating_sub(1),
-        KeyCode::Char('f') => {
+        Key::Up | Key::Char('k') => app.selected = app.selected.saturating_sub(1),
+        Key::Char('f') => {
             if let Some(v) = app.selected_session() {
                 let id = s(v, "session_id").to_string();
                 app.status_line = Some(
@@ -573,12 +708,18 @@ fn handle_key(
                 );
             }
         }
-        KeyCode::Char(c @ ('i' | 'a' | 'r')) => app.confirm = app.confirmation_for(c),
-        KeyCode::Enter => {
+        Key::Char(c @ ('i' | 'a' | 'r')) => app.confirm = app.confirmation_for(c),
+        Key::Enter => {
             if let Some(v) = app.selected_session() {
                 let id = s(v, "session_id").to_string();
                 leave(terminal);
-                let outcome = crate::attach::run(target, Some(id), caller.as_deref(), false, 0x1c);
+                let opts = crate::attach::Options {
+                    detach_key: 0x1c,
+                    detach_key_name: "C-\\".into(),
+                    status: true,
+                    initial: rest.take().unwrap_or_default(),
+                };
+                let outcome = crate::attach::run(target, Some(id), caller.as_deref(), false, opts);
                 if let Ok(t) = enter() {
                     *terminal = t;
                 }
@@ -700,6 +841,32 @@ mod tests {
         assert!(text.contains(r#"k="v\u007f""#), "{text}");
         let (prompt, _) = app.confirmation_for('a').unwrap();
         assert!(prompt.contains(r"\x1b]0;PWNED\x07"), "{prompt}");
+    }
+
+    #[test]
+    fn keys_are_parsed_one_at_a_time() {
+        let all = |mut b: &[u8]| {
+            let mut keys = Vec::new();
+            while !b.is_empty() {
+                let (k, n) = parse_key(b);
+                keys.extend(k);
+                b = &b[n.max(1)..];
+            }
+            keys
+        };
+        assert_eq!(
+            all(b"ay\r\x1b[A\x1bOB\x1b[1;5C\x03\xc3\xbcq"),
+            vec![
+                Key::Char('a'),
+                Key::Char('y'),
+                Key::Enter,
+                Key::Up,
+                Key::Down,
+                Key::CtrlC,
+                Key::Char('q')
+            ]
+        );
+        assert_eq!(all(b"\x1b"), vec![Key::Esc]);
     }
 
     #[test]

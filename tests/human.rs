@@ -151,3 +151,220 @@ fn attach_types_shows_resizes_and_detaches() {
     ]);
     assert_ne!(err.status.code(), Some(0));
 }
+
+/// A terminal the test owns with `maxx ARGS` running in it: what it printed so far, and
+/// its keyboard.
+struct Outer {
+    child: Box<dyn portable_pty::Child + Send + Sync>,
+    writer: Box<dyn Write + Send>,
+    seen: Arc<Mutex<Vec<u8>>>,
+    _master: Box<dyn portable_pty::MasterPty + Send>,
+}
+
+impl Outer {
+    fn spawn(d: &Daemon, args: &[&str]) -> Outer {
+        let pair = native_pty_system()
+            .openpty(PtySize {
+                rows: 30,
+                cols: 120,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .unwrap();
+        let mut cmd = CommandBuilder::new(maxx_bin());
+        cmd.args(args);
+        cmd.env("MAXX_CONTROL_DIR", &d.control);
+        cmd.env("TERM", "xterm-256color");
+        let child = pair.slave.spawn_command(cmd).unwrap();
+        drop(pair.slave);
+        let mut reader = pair.master.try_clone_reader().unwrap();
+        let writer = pair.master.take_writer().unwrap();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        {
+            let seen = seen.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = reader.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    seen.lock().unwrap().extend_from_slice(&buf[..n]);
+                }
+            });
+        }
+        Outer {
+            child,
+            writer,
+            seen,
+            _master: pair.master,
+        }
+    }
+
+    /// How much has been printed: a mark for [`Outer::wait_after`].
+    fn mark(&self) -> usize {
+        self.seen.lock().unwrap().len()
+    }
+
+    /// Wait until `text` is printed after `mark`.
+    fn wait_after(&self, mark: usize, text: &str) {
+        let found = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            wait_for(&format!("{text:?} on the outer terminal"), T, || {
+                let seen = self.seen.lock().unwrap();
+                String::from_utf8_lossy(&seen[mark.min(seen.len())..])
+                    .contains(text)
+                    .then_some(())
+            })
+        }));
+        if found.is_err() {
+            panic!(
+                "{text:?} never printed; the terminal got {:?}",
+                self.printed()
+            );
+        }
+    }
+
+    fn printed(&self) -> String {
+        String::from_utf8_lossy(&self.seen.lock().unwrap()).into_owned()
+    }
+
+    fn type_bytes(&mut self, bytes: &[u8]) {
+        self.writer.write_all(bytes).unwrap();
+        self.writer.flush().unwrap();
+    }
+
+    fn exit(&mut self) -> portable_pty::ExitStatus {
+        wait_for("the CLI to exit", T, || {
+            self.child.try_wait().ok().flatten()
+        })
+    }
+}
+
+/// Wait until a session's screen shows `text` (the daemon's own wait).
+fn screen_shows(d: &Daemon, id: &str, text: &str) {
+    let r = d.ok_as(
+        READER,
+        "sessions.wait",
+        json!({"session_id": id, "until": text, "timeout": 10}),
+    );
+    assert_eq!(r["outcome"], "matched", "{text:?} never appeared");
+}
+
+/// Issue 22: the prefix twice sends exactly one prefix byte and stays attached; prefix then
+/// another key sends both; prefix d detaches. The status is in the terminal's title, and
+/// `--no-status` leaves the title alone.
+#[test]
+fn attach_prefix_twice_sends_one_byte_and_the_title_says_who_is_attached() {
+    let d = Daemon::start();
+    // The program reads raw bytes (no ISIG: a Ctrl-\ is a byte, not SIGQUIT) and dumps them.
+    let id = sid(&d.create(json!({
+        "title": "dumper",
+        "command": "stty raw -echo; echo READY; head -c 4 | od -An -tx1; stty sane; exec sleep 60",
+    })));
+    screen_shows(&d, &id, "READY");
+    let mut outer = Outer::spawn(&d, &["attach", "--as", READER, &id]);
+    let short = id[..8].to_lowercase();
+    outer.wait_after(
+        0,
+        &format!("\x1b]2;[maxx {short} dumper · C-\\ d detaches]"),
+    );
+    // Typed one key at a time: prefix prefix (one 0x1c), a, prefix b (0x1c b).
+    for key in [b"\x1c", b"\x1c", b"a", b"\x1c", b"b"] {
+        outer.type_bytes(key);
+    }
+    screen_shows(&d, &id, "1c 61 1c 62");
+    assert_eq!(
+        d.get(&id)["lifecycle"],
+        "running",
+        "still attached, nothing ended"
+    );
+    outer.type_bytes(b"\x1c");
+    outer.type_bytes(b"d");
+    assert!(outer.exit().success());
+    // The person's title is given back (the last bytes attach writes; read after it exits).
+    outer.wait_after(0, "\x1b]2;\x07\x1b[23;0t");
+
+    let mut quiet = Outer::spawn(&d, &["attach", "--no-status", "--as", READER, &id]);
+    quiet.wait_after(0, "1c 61 1c 62");
+    quiet.type_bytes(b"\x1cd");
+    assert!(quiet.exit().success());
+    // Everything it wrote, up to the terminal reset it ends with, and no title in it.
+    quiet.wait_after(0, "\x1b[?1049l");
+    assert!(
+        !quiet.printed().contains("\x1b]2;"),
+        "{:?}",
+        quiet.printed()
+    );
+}
+
+/// Issue 22: `maxx top` hands the terminal to attach (one reader at a time): keys typed one
+/// at a time all reach the program in order, none is acted on by top after detach, and
+/// archive happens only on a `y` typed after its prompt was drawn.
+#[test]
+fn top_attach_delivers_every_key_and_archives_only_when_asked() {
+    let tmp = tempfile::Builder::new()
+        .prefix("maxx-top")
+        .tempdir()
+        .unwrap();
+    let policy = tmp.path().join("policy.json");
+    let all = [
+        "tabs:list",
+        "surface:attach",
+        "output:read",
+        "input:send",
+        "keys:press",
+        "tabs:focus",
+        "tabs:close",
+        "tabs:restart",
+    ];
+    std::fs::write(
+        &policy,
+        json!({"version": 1, "sources": [
+            {"id": "person", "kind": "local", "allow": all},
+            {"id": READER, "kind": "local", "allow": ["output:read", "tabs:list"]},
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let d = Daemon::start_with_env(&[("MAXX_CONTROL_POLICY_FILE", policy.display().to_string())]);
+    let id = sid(&d.create(json!({"title": "shell", "command": "PS1='$ ' exec sh"})));
+    screen_shows(&d, &id, "$");
+    let mut top = Outer::spawn(&d, &["top", "--as", "person"]);
+    top.wait_after(0, "LIFECYCLE");
+    // Enter attaches to the only (selected) session.
+    let m = top.mark();
+    top.type_bytes(b"\r");
+    top.wait_after(m, "\x1b]2;[maxx");
+    // Every key of the line, one write each; it holds all of top's keys (a y j k q i r).
+    for b in b"echo 123456 ayayay qjk fir | tr a-z A-Z\r" {
+        top.type_bytes(&[*b]);
+    }
+    screen_shows(&d, &id, "123456 AYAYAY QJK FIR");
+    screen_shows(&d, &id, "$ echo 123456 ayayay qjk fir | tr a-z A-Z");
+    // Detach with one try, typed one key at a time.
+    let m = top.mark();
+    top.type_bytes(b"\x1c");
+    top.type_bytes(b"d");
+    // ("back from attach": ratatui skips the blank cells, so the words arrive apart.)
+    top.wait_after(m, "back");
+    assert_eq!(d.get(&id)["lifecycle"], "running");
+    assert!(top.child.try_wait().unwrap().is_none(), "top is still up");
+
+    // `a` and its `y`s typed ahead in one go: the prompt appears, the `y`s answer nothing.
+    let m = top.mark();
+    top.type_bytes(b"ayyyy");
+    top.wait_after(m, "[y/N]");
+    let m = top.mark();
+    top.type_bytes(b"n");
+    top.wait_after(m, "cancel");
+    assert_eq!(d.get(&id)["lifecycle"], "running", "nothing was archived");
+    // A `y` typed once the prompt is on screen archives.
+    let m = top.mark();
+    top.type_bytes(b"a");
+    top.wait_after(m, "[y/N]");
+    top.type_bytes(b"y");
+    wait_for("the archive", T, || {
+        (d.get(&id)["lifecycle"] == "archived").then_some(())
+    });
+    top.type_bytes(b"q");
+    assert!(top.exit().success());
+}

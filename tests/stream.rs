@@ -74,10 +74,11 @@ fn all_exited_matches_only_after_the_last_member_exits() {
         "stream.wait",
         json!({"group": "nobody", "all": "exited", "timeout": 5}),
     );
-    assert_eq!(
-        empty,
-        json!({"outcome": "matched", "group": "nobody", "members": []})
-    );
+    assert_eq!(empty["outcome"], "matched");
+    assert_eq!(empty["group"], "nobody");
+    assert_eq!(empty["member_count"], 0);
+    assert_eq!(empty["members"], json!([]));
+    assert!(empty["note"].is_string(), "an empty group says so: {empty}");
 }
 
 #[test]
@@ -569,4 +570,56 @@ fn thousand_member_group_wait_returns_after_the_last_exit() {
     let out = waiter.join().unwrap();
     assert_eq!(out.status.code(), Some(0));
     let _ = T;
+}
+
+/// Issue 22: a group wait on a group with no members says so, and `--require-members`
+/// refuses it (not_found, exit 1) instead of matching at once.
+#[test]
+fn group_wait_on_an_empty_group_says_so_or_fails_when_members_are_required() {
+    let d = Daemon::start();
+    let out = d.cli(&["stream", "wait", "--group", "nobody", "--all", "exited"]);
+    assert_eq!(out.status.code(), Some(0));
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(answer["result"]["outcome"], "matched");
+    assert_eq!(answer["result"]["member_count"], 0);
+    assert!(answer["result"]["note"]
+        .as_str()
+        .unwrap()
+        .contains("no members"));
+
+    let out = d.cli(&[
+        "stream",
+        "wait",
+        "--group",
+        "nobody",
+        "--all",
+        "exited",
+        "--require-members",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    let err: Value = serde_json::from_slice(&out.stderr).unwrap();
+    assert_eq!(err["error"]["code"], "not_found");
+    assert!(err["error"]["remedy"].is_string());
+
+    // A group with a member: required and present, the wait works as before.
+    d.create(json!({"command": "exit 0", "group": "some"}));
+    let out = d.cli(&[
+        "stream",
+        "wait",
+        "--group",
+        "some",
+        "--all",
+        "exited",
+        "--require-members",
+        "--timeout",
+        "10s",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(answer["result"]["member_count"], 1);
+    assert!(answer["result"].get("note").is_none());
+    // --require-members belongs to --all.
+    let out = d.cli(&["stream", "wait", "--event", "e", "--require-members"]);
+    assert_eq!(out.status.code(), Some(2));
 }

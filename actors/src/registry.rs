@@ -81,10 +81,12 @@ pub enum RegistryMsg {
         group: String,
         /// The condition every member must meet.
         condition: AllCondition,
+        /// Refuse an empty group (`not_found`), and do not match while it is empty.
+        require_members: bool,
         /// Give up after this long.
         timeout: Duration,
         /// Answer.
-        reply: RpcReplyPort<GroupAnswer>,
+        reply: RpcReplyPort<Result<GroupAnswer, ErrorBody>>,
     },
     /// A group wait's timer fired.
     GroupWaitExpired(u64),
@@ -218,7 +220,9 @@ struct GroupWaiter {
     id: u64,
     group: String,
     condition: AllCondition,
-    reply: RpcReplyPort<GroupAnswer>,
+    /// Whether an empty group fails to match (`require_members`).
+    require_members: bool,
+    reply: RpcReplyPort<Result<GroupAnswer, ErrorBody>>,
 }
 
 /// Registry state.
@@ -296,11 +300,17 @@ impl RegistryState {
     }
 
     /// Whether `group` meets `condition`. An empty (or unknown) group meets every
-    /// condition: "every member" of no members holds.
-    fn group_satisfied(&self, group: &str, condition: &AllCondition) -> bool {
-        self.groups
-            .get(group)
-            .is_none_or(|idx| idx.satisfied(condition))
+    /// condition ("every member" of no members holds) unless `require_members`.
+    fn group_satisfied(
+        &self,
+        group: &str,
+        condition: &AllCondition,
+        require_members: bool,
+    ) -> bool {
+        match self.groups.get(group) {
+            Some(idx) => idx.satisfied(condition),
+            None => !require_members,
+        }
     }
 
     /// Answer every group waiter on `group` whose condition now holds.
@@ -310,12 +320,12 @@ impl RegistryState {
         }
         let waiters = std::mem::take(&mut self.group_waiters);
         for w in waiters {
-            if w.group == group && self.group_satisfied(group, &w.condition) {
+            if w.group == group && self.group_satisfied(group, &w.condition, w.require_members) {
                 Stats::add(&self.stats.waiters, -1);
-                let _ = w.reply.send(GroupAnswer {
+                let _ = w.reply.send(Ok(GroupAnswer {
                     outcome: Outcome::Matched,
                     members: self.members(group),
-                });
+                }));
             } else {
                 self.group_waiters.push(w);
             }
@@ -601,14 +611,26 @@ impl Actor for RegistryActor {
             RegistryMsg::GroupWait {
                 group,
                 condition,
+                require_members,
                 timeout,
                 reply,
             } => {
-                if state.group_satisfied(&group, &condition) {
-                    let _ = reply.send(GroupAnswer {
+                if require_members && !state.groups.contains_key(&group) {
+                    let _ = reply.send(Err(ErrorBody::new(
+                        ErrorCode::NotFound,
+                        format!("group {group:?} has no members"),
+                    )
+                    .with_remedy(
+                        "check the group's name (`maxx ls --group G`), or create its sessions \
+                         before waiting on them",
+                    )));
+                    return Ok(());
+                }
+                if state.group_satisfied(&group, &condition, require_members) {
+                    let _ = reply.send(Ok(GroupAnswer {
                         outcome: Outcome::Matched,
                         members: state.members(&group),
-                    });
+                    }));
                     return Ok(());
                 }
                 let before = state.group_waiters.len();
@@ -623,6 +645,7 @@ impl Actor for RegistryActor {
                     id,
                     group,
                     condition,
+                    require_members,
                     reply,
                 });
                 myself.send_after(timeout, move || RegistryMsg::GroupWaitExpired(id));
@@ -643,10 +666,10 @@ impl Actor for RegistryActor {
                     let w = state.group_waiters.swap_remove(pos);
                     Stats::add(&state.stats.waiters, -1);
                     let members = state.members(&w.group);
-                    let _ = w.reply.send(GroupAnswer {
+                    let _ = w.reply.send(Ok(GroupAnswer {
                         outcome: Outcome::Timeout,
                         members,
-                    });
+                    }));
                 }
             }
             RegistryMsg::Focus(id) => {
@@ -907,7 +930,7 @@ mod tests {
         let mut s = state(10);
         let old = view("a", Some("g1"), "running");
         s.index(None, Some(&old));
-        assert!(!s.group_satisfied("g1", &AllCondition::Exited));
+        assert!(!s.group_satisfied("g1", &AllCondition::Exited, false));
 
         let mut new = old.clone();
         new.group = Some("g2".into());
@@ -916,10 +939,13 @@ mod tests {
         assert!(!s.groups.contains_key("g1"));
         assert_eq!(s.groups["g2"].members.len(), 1);
         assert_eq!(s.groups["g2"].running, 0);
-        // An empty or unknown group meets every condition.
-        assert!(s.group_satisfied("g1", &AllCondition::Exited));
-        assert!(s.group_satisfied("nobody", &AllCondition::Declared(WorkflowState::Failed)));
-        assert!(s.group_satisfied("g2", &AllCondition::Exited));
+        // An empty or unknown group meets every condition, unless members are required.
+        assert!(s.group_satisfied("g1", &AllCondition::Exited, false));
+        assert!(!s.group_satisfied("g1", &AllCondition::Exited, true));
+        let failed = AllCondition::Declared(WorkflowState::Failed);
+        assert!(s.group_satisfied("nobody", &failed, false));
+        assert!(s.group_satisfied("g2", &AllCondition::Exited, false));
+        assert!(s.group_satisfied("g2", &AllCondition::Exited, true));
 
         s.index(Some(&new), None);
         assert!(s.groups.is_empty());

@@ -30,9 +30,13 @@ pub struct AttachArgs {
     /// Refused: attach joins a terminal (for JSON, read with `sessions snapshot` or `watch`).
     #[arg(long)]
     pub json: bool,
-    /// The key that, followed by `d`, detaches (a single-byte chord).
+    /// The prefix key (a single-byte chord). Prefix then `d` detaches; the prefix twice
+    /// sends one prefix byte to the session; the prefix then any other key sends both.
     #[arg(long, default_value = "C-\\", value_name = "KEY")]
     pub detach_key: String,
+    /// Do not show the status (session id, title, how to detach) in the terminal's title.
+    #[arg(long)]
+    pub no_status: bool,
 }
 
 #[derive(Args, Debug)]

@@ -132,7 +132,11 @@ maxx mcp --schema | jq '.tools[].name'\n  maxx mcp --skill"
     Top(TopArgs),
     /// Join this terminal to a session's PTY (default: the focused one). Detach: Ctrl-\ d.
     #[command(
-        after_help = "Example:\n  maxx attach ID\n  maxx attach --detach-key C-a   # then C-a d to detach"
+        after_help = "The prefix (Ctrl-\\ unless --detach-key): prefix d detaches; prefix prefix sends \
+one prefix byte and stays attached; prefix then any other key sends both bytes.\n\
+The terminal's title shows the session's id prefix and title and how to detach while \
+attached (--no-status: leave the title alone).\n\n\
+Example:\n  maxx attach ID\n  maxx attach --detach-key C-a   # then C-a d to detach"
     )]
     Attach(AttachArgs),
     /// Print shell completions to stdout (bash, zsh, fish, elvish, powershell).

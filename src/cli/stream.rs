@@ -37,6 +37,7 @@ maxx stream watch --since 42 --timeout 10m")]
     #[command(
         after_help = "Examples:\n  maxx stream wait --group release --all exited --timeout 1h\n  \
 maxx stream wait --group release --all declared:complete\n  \
+maxx stream wait --group release --all exited --require-members\n  \
 maxx stream wait --session ID --event tests.green"
     )]
     Wait(StreamWaitArgs),
@@ -61,9 +62,14 @@ pub struct StreamWaitArgs {
     /// Wait for a new event with this name.
     #[arg(long, conflicts_with = "all", required_unless_present = "all")]
     pub event: Option<String>,
-    /// With --group: exited, idle or declared:<state>. An empty group matches at once.
+    /// With --group: exited, idle or declared:<state>. An empty group matches at once
+    /// (the answer says `member_count: 0` and why) unless --require-members.
     #[arg(long)]
     pub all: Option<String>,
+    /// With --all: a group with no members is an error (`not_found`, exit 1) instead of an
+    /// immediate match, and the wait does not match while the group is empty.
+    #[arg(long, requires = "all")]
+    pub require_members: bool,
     /// Give up after this long (default 30s, at most 1h).
     #[arg(long, value_parser = duration)]
     pub timeout: Option<Duration>,

@@ -512,13 +512,17 @@ pub(super) async fn stream_wait(
     let gone = peer_closed(stream);
     tokio::pin!(gone);
     match p.wait_for {
-        StreamWaitFor::All(condition) => {
+        StreamWaitFor::All {
+            condition,
+            require_members,
+        } => {
             let group = p.filter.group.clone().unwrap_or_default();
             let asked = ask(
                 &ctx.registry,
                 |reply| RegistryMsg::GroupWait {
                     group: group.clone(),
                     condition,
+                    require_members,
                     timeout: p.timeout,
                     reply,
                 },
@@ -531,8 +535,20 @@ pub(super) async fn stream_wait(
                     return None;
                 }
             };
-            Some(answer.map(|answer| {
-                json!({"outcome": answer.outcome, "group": group, "members": answer.members})
+            Some(answer.and_then(|answer| answer).map(|answer| {
+                let mut v = json!({
+                    "outcome": answer.outcome, "group": group,
+                    "member_count": answer.members.len(), "members": answer.members,
+                });
+                if answer.members.is_empty() {
+                    // "Every member" of none holds: say so, so an empty or mistyped group is
+                    // not mistaken for a group that finished.
+                    v["note"] = json!(format!(
+                        "group {group:?} has no members; pass require_members to refuse an \
+                         empty group"
+                    ));
+                }
+                v
             }))
         }
         StreamWaitFor::Event(name) => {

@@ -487,15 +487,23 @@ mod wire_round_trip {
             panic!()
         };
         assert_eq!(a.signal.map(InterruptSignal::ends_the_program), Some(true));
-        let Call::Wait(WaitCall::StreamWait(_)) = call(
+        let Call::Wait(WaitCall::StreamWait(w)) = call(
             "stream.wait",
             &wire::Stream {
                 group: Some("g".into()),
                 all: Some("exited".into()),
+                require_members: Some(true),
                 ..Default::default()
             },
         ) else {
             panic!()
         };
+        assert!(matches!(
+            w.wait_for,
+            StreamWaitFor::All {
+                require_members: true,
+                ..
+            }
+        ));
     }
 }

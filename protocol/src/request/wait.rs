@@ -330,6 +330,10 @@ pub struct RawStream {
     /// `stream.wait`: the condition every member must meet.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub all: Option<String>,
+    /// `stream.wait` with `all`: refuse a group with no members (`not_found`) instead of
+    /// matching at once, and never match while it is empty.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub require_members: Option<bool>,
 }
 
 impl RawStream {
@@ -354,9 +358,9 @@ impl RawStream {
 impl StreamWatchParams {
     pub(crate) fn decode(params: Value) -> Result<Self, ErrorBody> {
         let raw: RawStream = decode(params)?;
-        if raw.event.is_some() || raw.all.is_some() {
+        if raw.event.is_some() || raw.all.is_some() || raw.require_members.is_some() {
             return Err(ErrorBody::invalid(
-                "event and all belong to stream.wait, not stream.watch",
+                "event, all and require_members belong to stream.wait, not stream.watch",
             ));
         }
         Ok(StreamWatchParams {
@@ -373,7 +377,14 @@ pub enum StreamWaitFor {
     /// A new event with this name passing the filter (edge-triggered).
     Event(String),
     /// Every member of the filter's group satisfies the condition (level-triggered).
-    All(AllCondition),
+    All {
+        /// The condition.
+        condition: AllCondition,
+        /// `require_members`: an empty group is refused (`not_found`) when the wait
+        /// begins, and does not match while it is empty; without it "every member" of
+        /// no members holds at once.
+        require_members: bool,
+    },
 }
 
 /// `stream.wait` params.
@@ -395,6 +406,11 @@ impl StreamWaitParams {
         }
         let filter = raw.filter()?;
         let wait_for = match (raw.event, raw.all) {
+            (Some(_), None) if raw.require_members.is_some() => {
+                return Err(ErrorBody::invalid(
+                    "require_members goes with all (a group wait), not event",
+                ))
+            }
             (Some(e), None) => {
                 validate_event_name(&e)?;
                 StreamWaitFor::Event(e)
@@ -406,7 +422,10 @@ impl StreamWaitParams {
                 {
                     return Err(ErrorBody::invalid("all needs group (and only group)"));
                 }
-                StreamWaitFor::All(AllCondition::parse(&all).map_err(ErrorBody::invalid)?)
+                StreamWaitFor::All {
+                    condition: AllCondition::parse(&all).map_err(ErrorBody::invalid)?,
+                    require_members: raw.require_members.unwrap_or(false),
+                }
             }
             _ => {
                 return Err(ErrorBody::invalid(
