@@ -104,6 +104,10 @@ pub fn command(target: &Target, d: DaemonArgs) -> i32 {
             }
         };
     }
+    // `maxx daemon` is the keeper; the keeper starts the daemon proper with `--keeper-fd`.
+    let Some(keeper_fd) = d.keeper_fd else {
+        return crate::keeper::run(&target.control_dir, d.detached_child, &d.log_level);
+    };
     run_foreground(
         target.control_dir.clone(),
         &d.log_level,
@@ -118,6 +122,7 @@ pub fn command(target: &Target, d: DaemonArgs) -> i32 {
                 total_max: d.audit_total_bytes,
             },
         },
+        Some(keeper_fd),
     )
 }
 
@@ -128,6 +133,7 @@ pub fn run_foreground(
     log_level: &str,
     detached: bool,
     tuning: Tuning,
+    keeper_fd: Option<i32>,
 ) -> i32 {
     let ready_fd: Option<OwnedFd> = if detached {
         std::env::var(READY_FD_ENV)
@@ -164,6 +170,7 @@ pub fn run_foreground(
         retain_records: tuning.retain_records,
         max_long_lived: tuning.max_long_lived,
         audit: tuning.audit,
+        keeper_fd,
     };
     let mut ready_fd = ready_fd;
     let result = runtime.block_on(async {

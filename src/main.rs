@@ -9,6 +9,7 @@
 //! - [`human`]: `maxx ls`, `maxx status`, `maxx attach`; [`views`] renders the tables.
 //! - [`top`]: the live dashboard; [`attach`]: the terminal side of `maxx attach`.
 //! - [`daemon_cmd`]: `maxx daemon [--detach]`.
+//! - [`keeper`]: the keeper process `maxx daemon` runs, with the daemon proper as its child.
 //!
 //! A noun-verb runs as: [`cli`] parses, [`request`] builds, [`main`]'s `dispatch` sends
 //! (starting a daemon first for `sessions create`), [`report`] prints and picks the exit code.
@@ -31,6 +32,7 @@ mod client;
 mod daemon_cmd;
 mod exit;
 mod human;
+mod keeper;
 mod report;
 mod request;
 mod top;

@@ -10,6 +10,7 @@ mod hostile_persist;
 mod hostile_streams;
 mod hostile_waits;
 mod human;
+mod keeper;
 mod keys;
 mod lifecycle;
 mod policy;

@@ -30,6 +30,9 @@ pub struct DaemonConfig {
     pub max_long_lived: usize,
     /// The in-memory audit logs' bounds (per session and in all).
     pub audit: crate::audit_log::AuditLimits,
+    /// The descriptor of this daemon's link to its keeper (`maxx daemon --keeper-fd`), if it
+    /// runs under one: the survivors are read from it before anything is served.
+    pub keeper_fd: Option<std::os::fd::RawFd>,
 }
 
 /// Why the daemon could not start or stopped abnormally.
@@ -158,6 +161,14 @@ pub async fn run(
     // The socket this daemon created, so that it only ever removes that one.
     let bound = std::fs::symlink_metadata(&socket_path).map(|m| (m.dev(), m.ino()))?;
     dir.write_private(PID_FILE, format!("{}\n", std::process::id()).as_bytes())?;
+    // The keeper's handoff comes before the tree: the restored records are matched against it.
+    let (keeper, handoff) = match config.keeper_fd {
+        Some(fd) => {
+            let (keeper, handoff) = crate::keeper_link::Keeper::connect(fd).await?;
+            (Some(keeper), Some(handoff))
+        }
+        None => (None, None),
+    };
     let default_cwd = std::env::var_os("HOME")
         .map(PathBuf::from)
         .filter(|p| p.is_dir())
@@ -169,6 +180,7 @@ pub async fn run(
             audit_limits: config.audit,
             ..Default::default()
         }),
+        keeper: keeper.clone(),
     });
     let (root, root_handle) = Actor::spawn(
         Some("root".into()),
@@ -185,12 +197,16 @@ pub async fn run(
             max_long_lived: config.max_long_lived,
             profiles_path: crate::profiles::profiles_path(),
             policy_path: crate::policy::policy_path(),
+            handoff,
         },
     )
     .await
     .map_err(|e| DaemonError::Failed(e.to_string()))?;
     tracing::info!(control_dir = %dir.path().display(), pid = std::process::id(), "maxx daemon ready");
     on_ready(&dir);
+    if let Some(keeper) = &keeper {
+        keeper.ready();
+    }
 
     let mut root_handle = root_handle;
     let vanished = control_dir_vanished(dir.path());
@@ -205,6 +221,10 @@ pub async fn run(
         }
         _ = &mut root_handle => Err(DaemonError::Failed("the actor tree stopped".into())),
     };
+    // Whatever the reason, this path ends every session: the keeper must not restart us.
+    if let Some(keeper) = &keeper {
+        keeper.stopping().await;
+    }
     // Fold the journal into registry.json before the tree goes away.
     if let Some(cell) = ractor::registry::where_is("persistence") {
         let persist: ractor::ActorRef<crate::persistence::PersistMsg> = cell.into();

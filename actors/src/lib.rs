@@ -44,6 +44,7 @@ pub mod context;
 pub mod control_dir;
 pub mod daemon;
 pub mod grid;
+pub mod keeper_link;
 pub mod listener;
 pub mod memory;
 pub mod persistence;

@@ -15,6 +15,7 @@
 //! - [`stream`]: the event-bus envelope and stream filters.
 //! - [`screen`]: screen readback documents (snapshot, run, resize).
 //! - [`keys`]: `send-keys` names and their encoding.
+//! - [`keeper`]: the packets between the keeper process and the daemon it runs.
 //! - [`limits`]: every bound the seed and the brief fix, as named constants.
 //! - [`duration`]: `30s`, `5m`, `1h`, a bare number = seconds.
 //! - [`time`]: RFC 3339 timestamps.
@@ -24,6 +25,7 @@ pub mod capability;
 pub mod duration;
 pub mod envelope;
 pub mod error;
+pub mod keeper;
 pub mod keys;
 pub mod limits;
 pub mod request;

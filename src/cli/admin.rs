@@ -93,4 +93,8 @@ pub struct DaemonArgs {
     /// Internal: this process is the detached daemon.
     #[arg(long, hide = true)]
     pub detached_child: bool,
+    /// Internal: this process is the daemon proper, started by the keeper, with its link to
+    /// the keeper at this descriptor.
+    #[arg(long, hide = true, value_name = "FD")]
+    pub keeper_fd: Option<i32>,
 }

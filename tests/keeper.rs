@@ -1,0 +1,381 @@
+//! Issue 20 (first stage): sessions outlive the daemon. `maxx daemon` is a keeper with the
+//! daemon proper as its child; kill -9 of the daemon makes the keeper start a new one, which
+//! re-adopts every live program by proof and reads on where the dead one stopped.
+
+use crate::common::*;
+use serde_json::{json, Value};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const T: Duration = Duration::from_secs(20);
+
+fn sid(v: &Value) -> String {
+    v["session_id"].as_str().unwrap().to_string()
+}
+
+/// Every `n K` line the session's screen (and scrollback) holds, in order.
+fn numbered(d: &Daemon, id: &str, prefix: &str) -> Vec<u64> {
+    let dump = d.ok_as(
+        READER,
+        "sessions.dump",
+        json!({"session_id": id, "scrollback": true}),
+    );
+    dump["text"]
+        .as_str()
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            l.trim_end()
+                .strip_prefix(prefix)?
+                .split(' ')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect()
+}
+
+/// The last number the writer appended to its own file.
+fn last_written(path: &Path) -> u64 {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .next_back()
+        .unwrap_or(0)
+}
+
+fn assert_consecutive(seen: &[u64], what: &str) {
+    for pair in seen.windows(2) {
+        assert_eq!(
+            pair[1],
+            pair[0] + 1,
+            "{what}: a gap or a duplicate between {} and {}",
+            pair[0],
+            pair[1]
+        );
+    }
+}
+
+/// Kill -9 the daemon (only the daemon: the keeper lives) and wait until a new daemon
+/// answers `sessions.list`. Returns how long that took.
+fn kill_daemon_and_wait_for_the_next(d: &Daemon) -> Duration {
+    let old = d.pid();
+    let started = Instant::now();
+    // SAFETY: signalling the daemon our keeper started.
+    unsafe { libc::kill(old as i32, libc::SIGKILL) };
+    wait_for("a new daemon to answer", T, || {
+        let pid = d.daemon_pid().filter(|p| *p != old && process_alive(*p))?;
+        let r = d.call("sessions.list", json!({}));
+        (r["ok"] == true).then_some(pid)
+    });
+    started.elapsed()
+}
+
+#[test]
+fn kill_9_of_the_daemon_keeps_every_program_running_and_readopted() {
+    let d = Daemon::start();
+    let keeper = d.keeper_pid();
+    let numbers = d.path("numbers");
+    let trigger = d.path("go");
+    let shell = sid(&d.create(json!({"command": "PS1='ready> ' exec sh -i", "title": "shell"})));
+    let writer = sid(&d.create(json!({
+        "command": format!(
+            "i=0; while :; do i=$((i+1)); echo \"n $i\"; echo $i >> {}; sleep 0.005; done",
+            numbers.display()
+        ),
+        "title": "writer"
+    })));
+    let exiter = sid(&d.create(json!({
+        "command": format!("while [ ! -e {} ]; do sleep 0.01; done; exit 7", trigger.display()),
+        "title": "exits 7"
+    })));
+    // Exits 3 once the new daemon serves: the keeper (its parent now) reaps it and tells the
+    // daemon.
+    let later = d.path("later");
+    let late = sid(&d.create(json!({
+        "command": format!("while [ ! -e {} ]; do sleep 0.01; done; exit 3", later.display()),
+        "title": "exits 3 later"
+    })));
+    // Prints ~270 KB once the daemon is dead: more than the kernel's PTY buffer, so it blocks
+    // on write until the new daemon reads.
+    let flood = sid(&d.create(json!({
+        "command": format!(
+            "while [ ! -e {} ]; do sleep 0.01; done; seq -f 'f %g ........................................' 1 5000; exec sleep 600",
+            trigger.display()
+        ),
+        "title": "flood"
+    })));
+    d.ok(
+        "sessions.set-state",
+        json!({"session_id": shell, "state": "blocked"}),
+    );
+    d.ok(
+        "sessions.set-metadata",
+        json!({"session_id": shell, "key": "ticket", "value": "ISSUE-20"}),
+    );
+    d.ok(
+        "sessions.emit-event",
+        json!({"session_id": writer, "event": "before.crash", "payload": {"k": 1}}),
+    );
+    wait_for("the shell's prompt", T, || {
+        let dump = d.ok_as(READER, "sessions.dump", json!({"session_id": shell}));
+        dump["text"]
+            .as_str()
+            .unwrap()
+            .contains("ready>")
+            .then_some(())
+    });
+    wait_for("the writer's first lines", T, || {
+        (numbered(&d, &writer, "n ").len() >= 20).then_some(())
+    });
+    let before: Vec<Value> = [&shell, &writer, &exiter, &flood]
+        .iter()
+        .map(|id| d.get(id))
+        .collect();
+    for s in &before {
+        assert_eq!(s["lifecycle"], "running", "{s}");
+    }
+    let events_before = d.ok("sessions.events", json!({"session_id": shell}))["events"]
+        .as_array()
+        .unwrap()
+        .len();
+    let seen_before = *numbered(&d, &writer, "n ").last().unwrap();
+    let old_daemon = d.pid();
+
+    // kill -9 of the daemon; the exiter and the flood start while it is dead.
+    // SAFETY: signalling the daemon our keeper started.
+    unsafe { libc::kill(old_daemon as i32, libc::SIGKILL) };
+    let started = Instant::now();
+    std::fs::write(&trigger, b"").unwrap();
+    wait_for("the old daemon to die", T, || {
+        (!process_alive(old_daemon)).then_some(())
+    });
+    // Everything after this number was written when no daemon was reading.
+    let written_at_death = last_written(&numbers);
+    wait_for("a new daemon to answer", T, || {
+        d.daemon_pid()
+            .filter(|p| *p != old_daemon && process_alive(*p))?;
+        let r = d.call("sessions.list", json!({}));
+        (r["ok"] == true).then_some(())
+    });
+    let listable = started.elapsed();
+    assert!(process_alive(keeper), "the keeper stayed");
+    assert_ne!(d.pid(), old_daemon);
+
+    // Same ids, surfaces, pids, declarations, audit log; running again.
+    for (id, was) in [&shell, &writer, &flood]
+        .into_iter()
+        .zip([&before[0], &before[1], &before[3]])
+    {
+        let now = d.get(id);
+        assert_eq!(now["lifecycle"], "running", "{now}");
+        assert_eq!(now["surface_id"], was["surface_id"], "{now}");
+        assert_eq!(now["pid"], was["pid"], "{now}");
+        assert_eq!(now["restart_count"], was["restart_count"], "{now}");
+        assert!(process_alive(now["pid"].as_u64().unwrap() as u32));
+    }
+    let shell_now = d.get(&shell);
+    assert_eq!(shell_now["workflow_state"], "blocked", "{shell_now}");
+    assert_eq!(shell_now["metadata"]["ticket"], "ISSUE-20", "{shell_now}");
+    let events = d.ok("sessions.events", json!({"session_id": shell}))["events"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(events.len(), events_before + 1, "{events:?}");
+    assert_eq!(events.last().unwrap()["name"], "readopted");
+
+    // The one that exited while the daemon was down (or during the handoff) reads `exited`
+    // with its real status.
+    let exited = wait_for("the exiter to read exited", T, || {
+        let s = d.get(&exiter);
+        (s["lifecycle"] == "exited").then_some(s)
+    });
+    assert_eq!(exited["exit_code"], 7, "{exited}");
+    assert!(exited["pid"].is_null(), "{exited}");
+    assert_eq!(d.get(&late)["lifecycle"], "running");
+    std::fs::write(&later, b"").unwrap();
+    let exited = wait_for("the late one to read exited", T, || {
+        let s = d.get(&late);
+        (s["lifecycle"] == "exited").then_some(s)
+    });
+    assert_eq!(exited["exit_code"], 3, "{exited}");
+
+    // Input typed afterwards reaches the shell (the registration secret came back too:
+    // register-current works from inside it).
+    let out = d.path("typed");
+    d.ok(
+        "sessions.action",
+        json!({"session_id": shell, "action": "submit",
+               "input": format!("maxx sessions register-current > {}", out.display())}),
+    );
+    let registered = wait_for("the shell to run what was typed", T, || {
+        let text = read(&out)?;
+        serde_json::from_str::<Value>(&text).ok()
+    });
+    assert_eq!(registered["result"]["session"]["session_id"], json!(shell));
+
+    // The writer's output is read again, where the dead daemon stopped: nothing written
+    // after its death is missing, nothing it had read comes twice, no gap after that.
+    let target = written_at_death + 100;
+    let seen = wait_for("the writer to go on", T, || {
+        let seen = numbered(&d, &writer, "n ");
+        (seen.last().is_some_and(|n| *n >= target)).then_some(seen)
+    });
+    assert_consecutive(&seen, "the writer after recovery");
+    let first = seen[0];
+    assert!(
+        first > seen_before,
+        "line {first} was shown before the crash (last seen {seen_before})"
+    );
+    assert!(
+        first <= written_at_death + 1,
+        "lines {}..{first} were written after the daemon died and are missing",
+        written_at_death + 1
+    );
+    assert_consecutive(
+        &std::fs::read_to_string(&numbers)
+            .unwrap()
+            .lines()
+            .map(|l| l.parse().unwrap())
+            .collect::<Vec<u64>>(),
+        "the writer's own file",
+    );
+    // The flood blocked while nobody read, then every line arrived.
+    let flood_seen = wait_for("the whole flood", T, || {
+        let seen = numbered(&d, &flood, "f ");
+        (seen.last() == Some(&5000)).then_some(seen)
+    });
+    assert_eq!(flood_seen, (1..=5000).collect::<Vec<u64>>());
+
+    // The bus says what happened, source maxx.
+    let mut bus = d.open_stream("stream.watch", json!({"since": 0}));
+    let mut readopted = Vec::new();
+    let recovered = loop {
+        let line = bus.next();
+        let e = &line["event"];
+        let e = if e.is_null() { &line } else { e };
+        if e["name"] == "readopted" {
+            assert_eq!(e["source"], "maxx");
+            readopted.push(e["session_id"].as_str().unwrap().to_string());
+        }
+        if e["name"] == "daemon.recovered" {
+            break e.clone();
+        }
+    };
+    assert_eq!(recovered["source"], "maxx", "{recovered}");
+    assert_eq!(recovered["payload"]["readopted"], 5, "{recovered}");
+    assert_eq!(recovered["payload"]["exited_while_down"], 1, "{recovered}");
+    assert_eq!(recovered["payload"]["detached"], 0, "{recovered}");
+    assert_eq!(recovered["payload"]["released"], 0, "{recovered}");
+    readopted.sort();
+    let mut all = vec![
+        shell.clone(),
+        writer.clone(),
+        exiter.clone(),
+        flood.clone(),
+        late.clone(),
+    ];
+    all.sort();
+    assert_eq!(readopted, all);
+
+    eprintln!(
+        "figures: kill -9 of the daemon -> sessions listable: {:.1} ms (5 sessions)",
+        listable.as_secs_f64() * 1000.0
+    );
+
+    // A clean stop (SIGTERM to the daemon) ends the keeper, the daemon and the sessions.
+    let pids: Vec<u32> = [&shell, &writer, &flood]
+        .iter()
+        .map(|id| d.get(id)["pid"].as_u64().unwrap() as u32)
+        .collect();
+    let daemon = d.pid();
+    // SAFETY: signalling the daemon our keeper started.
+    unsafe { libc::kill(daemon as i32, libc::SIGTERM) };
+    wait_for("the keeper to exit", T, || {
+        (!process_alive(keeper)).then_some(())
+    });
+    wait_for("the sessions to end", T, || {
+        pids.iter().all(|p| !process_alive(*p)).then_some(())
+    });
+    assert!(!process_alive(daemon));
+    assert!(!d.control.join("keeper.pid").exists());
+    assert!(!d.control.join("daemon.pid").exists());
+}
+
+#[test]
+fn keeper_pid_names_the_keeper_and_daemon_pid_the_daemon() {
+    let d = Daemon::start();
+    // Written once the daemon said it serves.
+    let keeper: u32 = wait_for("keeper.pid", T, || {
+        read(&d.control.join("keeper.pid"))?.trim().parse().ok()
+    });
+    assert_eq!(keeper, d.keeper_pid());
+    assert_ne!(d.pid(), keeper);
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", d.pid())).unwrap();
+    let ppid: u32 = stat[stat.rfind(')').unwrap() + 1..]
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(ppid, keeper, "the daemon is the keeper's child");
+    // The keeper holds nothing it was not given: stdio, its signalfd, its link, masters.
+    let fds = std::fs::read_dir(format!("/proc/{keeper}/fd"))
+        .unwrap()
+        .count();
+    assert_eq!(fds, 5, "stdio + signalfd + the link to the daemon");
+}
+
+#[test]
+fn a_session_closed_after_recovery_is_ended_by_the_keeper() {
+    let d = Daemon::start();
+    let id = sid(&d.create(json!({"command": "trap '' HUP; exec sleep 600"})));
+    let pid = d.get(&id)["pid"].as_u64().unwrap() as u32;
+    kill_daemon_and_wait_for_the_next(&d);
+    assert_eq!(d.get(&id)["lifecycle"], "running");
+    // The program is the keeper's child now: closing it goes through the keeper, which
+    // ends its group (SIGHUP is ignored; SIGTERM ends `sleep`).
+    d.ok(
+        "sessions.action",
+        json!({"session_id": id, "action": "close"}),
+    );
+    wait_for("the program to end", T, || {
+        (!process_alive(pid)).then_some(())
+    });
+    assert_eq!(d.get(&id)["lifecycle"], "closed");
+}
+
+#[test]
+fn repeated_crashes_are_recovered_each_time() {
+    let d = Daemon::start();
+    let id = sid(&d.create(json!({"command": "exec sleep 600"})));
+    let pid = d.get(&id)["pid"].clone();
+    for round in 0..3 {
+        kill_daemon_and_wait_for_the_next(&d);
+        let s = d.get(&id);
+        assert_eq!(s["lifecycle"], "running", "round {round}: {s}");
+        assert_eq!(s["pid"], pid, "round {round}");
+    }
+    // A new session after recovery is handed to the keeper like any other.
+    let fresh = sid(&d.create(json!({"command": "exec sleep 600"})));
+    kill_daemon_and_wait_for_the_next(&d);
+    assert_eq!(d.get(&fresh)["lifecycle"], "running");
+}
+
+#[test]
+fn a_crash_of_keeper_and_daemon_restores_records_detached_as_before() {
+    let mut d = Daemon::start();
+    let id = sid(&d.create(json!({"command": "exec sleep 600"})));
+    let pid = d.get(&id)["pid"].as_u64().unwrap() as u32;
+    d.crash();
+    // Every master is closed: the terminal hangs up and the program ends.
+    wait_for("the program to end", T, || {
+        (!process_alive(pid)).then_some(())
+    });
+    d.restart();
+    let s = d.get(&id);
+    assert_eq!(s["lifecycle"], "closed", "{s}");
+    assert!(s["pid"].is_null(), "{s}");
+    assert_eq!(s["restored"], true, "{s}");
+}
