@@ -265,7 +265,12 @@ fn kill_9_of_the_daemon_keeps_every_program_running_and_readopted() {
     };
     assert_eq!(recovered["source"], "maxx", "{recovered}");
     assert_eq!(recovered["payload"]["readopted"], 5, "{recovered}");
-    assert_eq!(recovered["payload"]["exited_while_down"], 1, "{recovered}");
+    // The exiter ended before the handoff (counted here) or just after (reported by the
+    // keeper's `Exited`): either way it read `exited` 7 above.
+    assert!(
+        recovered["payload"]["exited_while_down"].as_u64().unwrap() <= 1,
+        "{recovered}"
+    );
     assert_eq!(recovered["payload"]["detached"], 0, "{recovered}");
     assert_eq!(recovered["payload"]["released"], 0, "{recovered}");
     readopted.sort();
@@ -378,4 +383,31 @@ fn a_crash_of_keeper_and_daemon_restores_records_detached_as_before() {
     assert_eq!(s["lifecycle"], "closed", "{s}");
     assert!(s["pid"].is_null(), "{s}");
     assert_eq!(s["restored"], true, "{s}");
+}
+
+#[test]
+fn a_killed_keeper_leaves_the_daemon_and_its_sessions_running() {
+    let d = Daemon::start();
+    let id = sid(&d.create(json!({"command": "exec sleep 600"})));
+    let pid = d.get(&id)["pid"].as_u64().unwrap() as u32;
+    let daemon = d.pid();
+    // SAFETY: signalling the keeper this harness started (reaped by its Drop).
+    unsafe { libc::kill(d.keeper_pid() as i32, libc::SIGKILL) };
+    wait_for("the keeper to die", T, || {
+        (!process_alive(d.keeper_pid())).then_some(())
+    });
+    // The daemon serves on, its session too; the next request after the keeper's death
+    // works like any other.
+    let s = d.get(&id);
+    assert_eq!(s["lifecycle"], "running", "{s}");
+    assert!(process_alive(pid));
+    assert_eq!(d.pid(), daemon);
+    let fresh = sid(&d.create(json!({"command": "exec sleep 600"})));
+    assert_eq!(d.get(&fresh)["lifecycle"], "running");
+    // A clean stop still ends everything.
+    // SAFETY: the daemon our keeper started.
+    unsafe { libc::kill(daemon as i32, libc::SIGTERM) };
+    wait_for("the daemon and its sessions to end", T, || {
+        (!process_alive(daemon) && !process_alive(pid)).then_some(())
+    });
 }

@@ -95,6 +95,8 @@ struct Keeper {
     daemons: u32,
     /// keeper.pid holds our pid (written once a daemon first served).
     pid_file: bool,
+    /// A daemon of ours said `Ready` before the current one.
+    served: bool,
     /// daemon.log when detached (stderr is /dev/null then); stderr otherwise.
     log: Option<std::fs::File>,
     /// `--log-level` is info or more: say so on a requested stop too (restarts and giving
@@ -209,6 +211,7 @@ impl Keeper {
             restarts: Vec::new(),
             daemons: 0,
             pid_file: false,
+            served: false,
             log,
             verbose: true,
         };
@@ -305,6 +308,7 @@ impl Keeper {
             };
             let facts = Facts {
                 stop_requested: self.stop_requested,
+                served_before: self.served,
                 ..self.daemon.facts
             };
             let recent = state::restarts_in_window(&mut self.restarts, Instant::now());
@@ -320,6 +324,7 @@ impl Keeper {
                     return self.finish(code);
                 }
                 Decision::Restart => {
+                    self.served |= self.daemon.facts.ready;
                     self.restarts.push(Instant::now());
                     self.log(format!(
                         "the daemon (pid {}) died ({end:?}); starting a new one with the {} sessions it held",

@@ -83,6 +83,8 @@ pub struct Facts {
     pub stopping: bool,
     /// The daemon said `Ready`: it served its socket.
     pub ready: bool,
+    /// An earlier daemon of this keeper served: this one is a recovery.
+    pub served_before: bool,
 }
 
 /// The restart decision.
@@ -97,8 +99,10 @@ pub enum Decision {
 /// Decide what a daemon's death means. In order:
 /// 1. a stop was asked for (of the keeper, or the daemon said `Stopping`): exit with the
 ///    daemon's status — that is the clean-stop path, the sessions are being ended;
-/// 2. it never said `Ready`: it could not start (`already_running`, a bad control dir, a
-///    failing load) and a retry would fail the same way: exit;
+/// 2. it never said `Ready` and exited with a status, or no daemon of this keeper ever
+///    served: it could not start (`already_running`, a bad control dir, a failing load) and a
+///    retry would fail the same way: exit. (A recovering daemon killed by a signal before it
+///    was ready — the OOM killer again — is a crash like any other: rule 4 bounds it.);
 /// 3. it exited 0 on its own: it meant to;
 /// 4. `restarts_in_window` restarts already happened within [`RESTART_WINDOW`]: give up;
 /// 5. otherwise it crashed (a signal, a panic's exit code): restart.
@@ -110,7 +114,7 @@ pub fn decide(end: DaemonEnd, facts: Facts, restarts_in_window: usize) -> Decisi
     if facts.stop_requested || facts.stopping {
         return Decision::Exit(code);
     }
-    if !facts.ready {
+    if !facts.ready && (matches!(end, DaemonEnd::Code(_)) || !facts.served_before) {
         return Decision::Exit(if code == 0 { 1 } else { code });
     }
     if end == DaemonEnd::Code(0) {
@@ -728,6 +732,15 @@ mod tests {
             Decision::Exit(1)
         );
         assert_eq!(decide(crash, Facts::default(), 0), Decision::Exit(137));
+        // ... unless an earlier daemon served: a recovering daemon killed before it was
+        // ready is retried (within the budget); one that exits with a status is not.
+        let recovering = Facts {
+            served_before: true,
+            ..Facts::default()
+        };
+        assert_eq!(decide(crash, recovering, 0), Decision::Restart);
+        assert_eq!(decide(crash, recovering, RESTARTS_MAX), Decision::Exit(137));
+        assert_eq!(decide(DaemonEnd::Code(1), recovering, 0), Decision::Exit(1));
         // A ready daemon that exited 0 by itself meant to.
         assert_eq!(decide(DaemonEnd::Code(0), ready, 0), Decision::Exit(0));
         // Too many restarts in the window: give up.

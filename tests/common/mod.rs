@@ -434,15 +434,24 @@ impl Drop for Daemon {
             let deadline = Instant::now() + Duration::from_secs(5);
             while Instant::now() < deadline {
                 if let Ok(Some(_)) = child.try_wait() {
-                    return;
+                    break;
                 }
                 std::thread::sleep(Duration::from_millis(10));
             }
             let _ = child.kill();
             let _ = child.wait();
-            // The keeper did not stop it in time: do not leave the daemon behind.
-            if let Some(pid) = daemon.filter(|p| process_alive(*p)) {
-                // SAFETY: the daemon our keeper started.
+        }
+        // A daemon whose keeper is gone (a test killed it, or it did not stop in time) is
+        // not left behind: stopped cleanly if it can be, else killed.
+        if let Some(pid) = daemon.filter(|p| process_alive(*p)) {
+            // SAFETY: the daemon our keeper started.
+            unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while process_alive(pid) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            if process_alive(pid) {
+                // SAFETY: as above.
                 unsafe { libc::kill(pid as i32, libc::SIGKILL) };
             }
         }

@@ -22,6 +22,9 @@ use std::time::Duration;
 use tokio::io::unix::AsyncFd;
 use tokio::sync::{mpsc, oneshot};
 
+/// Exit reports kept for surfaces nobody waits on yet (a keeper reporting more is not
+/// believed beyond this).
+const EARLY_MAX: usize = 65_536;
 /// How long the keeper may take to hand over the survivors.
 const HANDOFF_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -311,7 +314,8 @@ async fn serve(
                     let mut e = exits.lock().unwrap_or_else(|e| e.into_inner());
                     match e.waiting.remove(&surface_id) {
                         Some(tx) => { let _ = tx.send(status); }
-                        None => { e.early.insert(surface_id, status); }
+                        None if e.early.len() < EARLY_MAX => { e.early.insert(surface_id, status); }
+                        None => {}
                     }
                 }
                 Ok(Some(_)) => {}
