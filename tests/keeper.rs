@@ -325,6 +325,18 @@ fn keeper_pid_names_the_keeper_and_daemon_pid_the_daemon() {
         .parse()
         .unwrap();
     assert_eq!(ppid, keeper, "the daemon is the keeper's child");
+    let status = d.ok("daemon.status", json!({}));
+    assert_eq!(status["pid"], d.pid());
+    assert_eq!(
+        status["keeper"],
+        json!({"pid": keeper, "connected": true, "daemons_before": 0})
+    );
+    let human = d.cli(&["status"]);
+    assert!(
+        String::from_utf8_lossy(&human.stdout)
+            .contains(&format!("keeper: pid {keeper} (0 recoveries)")),
+        "{human:?}"
+    );
     // The keeper holds nothing it was not given: stdio, its signalfd, its link, masters.
     let fds = std::fs::read_dir(format!("/proc/{keeper}/fd"))
         .unwrap()
@@ -361,6 +373,8 @@ fn repeated_crashes_are_recovered_each_time() {
         let s = d.get(&id);
         assert_eq!(s["lifecycle"], "running", "round {round}: {s}");
         assert_eq!(s["pid"], pid, "round {round}");
+        let status = d.ok("daemon.status", json!({}));
+        assert_eq!(status["keeper"]["daemons_before"], round + 1);
     }
     // A new session after recovery is handed to the keeper like any other.
     let fresh = sid(&d.create(json!({"command": "exec sleep 600"})));
@@ -396,8 +410,10 @@ fn a_killed_keeper_leaves_the_daemon_and_its_sessions_running() {
     wait_for("the keeper to die", T, || {
         (!process_alive(d.keeper_pid())).then_some(())
     });
-    // The daemon serves on, its session too; the next request after the keeper's death
-    // works like any other.
+    // The daemon serves on, its session too, and says the keeper is gone.
+    wait_for("the daemon to notice", T, || {
+        (d.ok("daemon.status", json!({}))["keeper"]["connected"] == false).then_some(())
+    });
     let s = d.get(&id);
     assert_eq!(s["lifecycle"], "running", "{s}");
     assert!(process_alive(pid));

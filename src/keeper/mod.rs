@@ -70,6 +70,8 @@ impl Os for RealOs {
 /// The daemon the keeper runs now.
 struct Daemon {
     pid: u32,
+    /// Not reaped yet: its pid is still its own (after the reap it may name anyone).
+    alive: bool,
     /// The keeper's end of this daemon's socketpair; `None` once the daemon closed it.
     link: Option<OwnedFd>,
     facts: Facts,
@@ -184,9 +186,13 @@ impl Keeper {
             .then(|| ControlDir::prepare(control_dir).ok())
             .flatten()
             .and_then(|dir| {
+                use std::os::unix::fs::OpenOptionsExt;
                 maxx_actors::control_dir::open_regular(
                     &dir.path().join(LOG_FILE),
-                    std::fs::OpenOptions::new().create(true).append(true),
+                    std::fs::OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .mode(0o600),
                     false,
                 )
                 .ok()
@@ -201,6 +207,7 @@ impl Keeper {
             table: Table::default(),
             daemon: Daemon {
                 pid: 0,
+                alive: false,
                 link: None,
                 facts: Facts::default(),
                 outbox: VecDeque::new(),
@@ -287,6 +294,7 @@ impl Keeper {
         drop(child);
         Ok(Daemon {
             pid,
+            alive: true,
             link: Some(mine),
             facts: Facts::default(),
             outbox: VecDeque::new(),
@@ -314,9 +322,9 @@ impl Keeper {
             let recent = state::restarts_in_window(&mut self.restarts, Instant::now());
             match state::decide(end, facts, recent) {
                 Decision::Exit(code) => {
-                    if !(facts.stopping || facts.stop_requested) && facts.ready {
+                    if !(facts.stopping || facts.stop_requested) && self.table.len() > 0 {
                         self.log(format!(
-                            "the daemon (pid {}) died ({end:?}) after {recent} restarts within a minute: giving up; ending {} sessions",
+                            "the daemon (pid {}) ended ({end:?}; {recent} restarts within a minute): not restarting it; ending the {} sessions it held",
                             self.daemon.pid,
                             self.table.len()
                         ));
@@ -393,7 +401,7 @@ impl Keeper {
                         self.log(format!("{sig}: stopping the daemon and the sessions"));
                     }
                     self.stop_requested = true;
-                    if self.ended.is_none() {
+                    if self.daemon.alive {
                         let _ = kill(Pid::from_raw(self.daemon.pid as i32), Signal::SIGTERM);
                     }
                 }
@@ -418,7 +426,8 @@ impl Keeper {
                 _ => break,
             };
             let (pid, status) = status;
-            let reaped = if pid.as_raw() as u32 == self.daemon.pid && self.ended.is_none() {
+            let reaped = if pid.as_raw() as u32 == self.daemon.pid && self.daemon.alive {
+                self.daemon.alive = false;
                 self.ended = Some(match status {
                     ChildStatus::Code(c) => DaemonEnd::Code(c),
                     ChildStatus::Signal(s) => DaemonEnd::Signal(s),
@@ -430,7 +439,7 @@ impl Keeper {
             // Now release the pid.
             let _ = waitpid(pid, Some(WaitPidFlag::WNOHANG));
             if let Reaped::Session(msg) = reaped {
-                if self.ended.is_none() && self.daemon.link.is_some() {
+                if self.daemon.alive && self.daemon.link.is_some() {
                     self.queue(msg, None);
                 }
             }

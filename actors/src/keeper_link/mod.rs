@@ -85,6 +85,10 @@ struct Exits {
 pub struct Keeper {
     tx: mpsc::UnboundedSender<Outgoing>,
     exits: Arc<Mutex<Exits>>,
+    /// The keeper's pid (our parent at start), for `daemon.status`.
+    pid: u32,
+    /// Daemons the keeper started before this one.
+    daemons_before: u32,
 }
 
 impl std::fmt::Debug for Keeper {
@@ -107,7 +111,13 @@ impl Keeper {
         let (tx, rx) = mpsc::unbounded_channel();
         let exits = Arc::new(Mutex::new(Exits::default()));
         tokio::spawn(serve(link, rx, exits.clone()));
-        Ok((Keeper { tx, exits }, handoff))
+        let keeper = Keeper {
+            tx,
+            exits,
+            pid: nix::unistd::getppid().as_raw() as u32,
+            daemons_before: handoff.daemons_before,
+        };
+        Ok((keeper, handoff))
     }
 
     fn send(&self, msg: ToKeeper, fd: Option<OwnedFd>) {
@@ -142,6 +152,11 @@ impl Keeper {
     /// The surface is gone: the keeper drops its master (and ends the group if it is the
     /// child's parent).
     pub fn close(&self, surface_id: &str) {
+        {
+            let mut exits = self.exits.lock().unwrap_or_else(|e| e.into_inner());
+            exits.waiting.remove(surface_id);
+            exits.early.remove(surface_id);
+        }
         self.send(
             ToKeeper::Close {
                 surface_id: surface_id.into(),
@@ -163,6 +178,15 @@ impl Keeper {
         if self.tx.send(Outgoing::Flushed(done)).is_ok() {
             let _ = tokio::time::timeout(Duration::from_secs(5), rx).await;
         }
+    }
+
+    /// `daemon.status`'s `keeper`: `{pid, connected, daemons_before}`.
+    pub fn status(&self) -> serde_json::Value {
+        serde_json::json!({
+            "pid": self.pid,
+            "connected": self.connected(),
+            "daemons_before": self.daemons_before,
+        })
     }
 
     /// Whether the keeper is still there.

@@ -236,28 +236,26 @@ impl Pty {
         F: Fn(PumpEvent) -> bool + Send + Sync + 'static,
     {
         let slot = Arc::new(std::sync::Mutex::new(None));
-        let exit = keeper.exit_of(&surface_id);
-        // Opened before anything else can happen to it, so the pidfd names this program.
-        let pidfd = if status.is_none() {
-            pidfd_open(pid).and_then(register).ok()
-        } else {
-            None
-        };
-        let gone: ChildGone = Box::pin(async move {
-            if let Some(status) = status {
-                return Some(status.into());
-            }
-            match exit.await {
-                Ok(status) => Some(status.into()),
-                Err(_) => {
-                    // The keeper is gone: the kernel still says when, not how.
-                    if let Some(pidfd) = pidfd {
-                        let _ = pidfd.readable().await;
+        let gone: ChildGone = match status {
+            Some(status) => Box::pin(async move { Some(status.into()) }),
+            None => {
+                let exit = keeper.exit_of(&surface_id);
+                // The keeper has not reaped it, so the pid is still this program's.
+                let pidfd = pidfd_open(pid).and_then(register).ok();
+                Box::pin(async move {
+                    match exit.await {
+                        Ok(status) => Some(status.into()),
+                        Err(_) => {
+                            // The keeper is gone: the kernel still says when, not how.
+                            if let Some(pidfd) = pidfd {
+                                let _ = pidfd.readable().await;
+                            }
+                            Some(ExitInfo::Unknown)
+                        }
                     }
-                    Some(ExitInfo::Unknown)
-                }
+                })
             }
-        });
+        };
         let master = Master::new(master);
         let parent = Parent::Keeper(slot);
         let mut pty = Pty::start(master, pid, wrapped, parent, gone, model, generation, sink)?;
