@@ -427,3 +427,81 @@ fn a_killed_keeper_leaves_the_daemon_and_its_sessions_running() {
         (!process_alive(daemon) && !process_alive(pid)).then_some(())
     });
 }
+
+/// The CLI's own process, for what the tests below must see it doing.
+fn cli_spawn(d: &Daemon, args: &[&str]) -> std::process::Child {
+    std::process::Command::new(maxx_bin())
+        .args(args)
+        .env("MAXX_CONTROL_DIR", &d.control)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn a_request_that_finds_no_daemon_during_a_recovery_waits_for_the_new_one() {
+    let d = Daemon::start();
+    let id = sid(&d.create(json!({"command": "exec sleep 600"})));
+    let token = d.token();
+    let keeper = d.keeper_pid();
+    let old = d.pid();
+    // The CLI learns a keeper runs from keeper.pid, written once the daemon said Ready.
+    wait_for("keeper.pid", T, || read(&d.control.join("keeper.pid")));
+    // A stopped keeper cannot replace the daemon: there is none until it continues.
+    // SAFETY: signalling the keeper this harness started, then its daemon.
+    unsafe { libc::kill(keeper as i32, libc::SIGSTOP) };
+    unsafe { libc::kill(old as i32, libc::SIGKILL) };
+    // Its lock released and its socket refusing: nothing serves.
+    d.wait_lock_free();
+    wait_for("the dead daemon's socket to refuse", T, || {
+        std::os::unix::net::UnixStream::connect(d.socket())
+            .is_err()
+            .then_some(())
+    });
+    let mut cli = cli_spawn(&d, &["sessions", "get", &id]);
+    // It found nothing listening and waits on the control dir (an inotify descriptor).
+    wait_for("the CLI to wait for the keeper's new daemon", T, || {
+        if let Ok(Some(status)) = cli.try_wait() {
+            let mut err = String::new();
+            std::io::Read::read_to_string(cli.stderr.as_mut().unwrap(), &mut err).unwrap();
+            // SAFETY: as above (so the harness can stop it).
+            unsafe { libc::kill(keeper as i32, libc::SIGCONT) };
+            panic!("the CLI did not wait: {status:?} {err}");
+        }
+        std::fs::read_dir(format!("/proc/{}/fd", cli.id()))
+            .ok()?
+            .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+            .any(|l| l.to_string_lossy().contains("inotify"))
+            .then_some(())
+    });
+    // SAFETY: as above.
+    unsafe { libc::kill(keeper as i32, libc::SIGCONT) };
+    let out = cli.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(got["result"]["session"]["lifecycle"], "running", "{got}");
+    assert_ne!(d.pid(), old);
+    // The new daemon kept the token: a caller that read it before still gets in.
+    assert_eq!(d.token(), token);
+}
+
+#[test]
+fn a_stream_cut_by_the_daemons_death_ends_with_daemon_restarted() {
+    use std::io::BufRead;
+    let d = Daemon::start();
+    let mut cli = cli_spawn(&d, &["stream", "watch"]);
+    let mut stdout = std::io::BufReader::new(cli.stdout.take().unwrap());
+    let mut hello = String::new();
+    stdout.read_line(&mut hello).unwrap();
+    assert!(hello.contains("hello"), "{hello}");
+    kill_daemon_and_wait_for_the_next(&d);
+    let out = cli.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let err: Value = serde_json::from_slice(&out.stderr).unwrap();
+    assert_eq!(err["error"]["code"], "daemon_restarted", "{err}");
+    assert!(err["error"]["remedy"].is_string());
+    // A stream that ends on its own still exits 0.
+    let out = d.cli(&["stream", "watch", "--timeout", "1s"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+}

@@ -155,12 +155,6 @@ pub async fn run(
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(e.into()),
     }
-    let token = dir.write_new_token()?;
-    let listener = UnixListener::bind(&socket_path)?;
-    std::fs::set_permissions(&socket_path, std::fs::Permissions::from_mode(0o600))?;
-    // The socket this daemon created, so that it only ever removes that one.
-    let bound = std::fs::symlink_metadata(&socket_path).map(|m| (m.dev(), m.ino()))?;
-    dir.write_private(PID_FILE, format!("{}\n", std::process::id()).as_bytes())?;
     // The keeper's handoff comes before the tree: the restored records are matched against it.
     let (keeper, handoff) = match config.keeper_fd {
         Some(fd) => {
@@ -169,6 +163,22 @@ pub async fn run(
         }
         None => (None, None),
     };
+    // A new token at every start, except for a daemon replacing one that died under the
+    // same keeper: its callers never saw a stop, and keep the token they read.
+    let kept_token = handoff
+        .as_ref()
+        .filter(|h| h.daemons_before > 0)
+        .and_then(|_| dir.read_token().ok())
+        .filter(|t| t.len() == 64 && t.bytes().all(|b| b.is_ascii_hexdigit()));
+    let token = match kept_token {
+        Some(token) => token,
+        None => dir.write_new_token()?,
+    };
+    let listener = UnixListener::bind(&socket_path)?;
+    std::fs::set_permissions(&socket_path, std::fs::Permissions::from_mode(0o600))?;
+    // The socket this daemon created, so that it only ever removes that one.
+    let bound = std::fs::symlink_metadata(&socket_path).map(|m| (m.dev(), m.ino()))?;
+    dir.write_private(PID_FILE, format!("{}\n", std::process::id()).as_bytes())?;
     let default_cwd = std::env::var_os("HOME")
         .map(PathBuf::from)
         .filter(|p| p.is_dir())

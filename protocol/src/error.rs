@@ -28,6 +28,10 @@ pub enum ErrorCode {
     Internal,
     /// `no_daemon`: client-side only; no daemon answered at the socket.
     NoDaemon,
+    /// `daemon_restarted`: client-side only; the daemon serving a request or stream died
+    /// before it answered (or ended the stream), and its keeper is starting a new one. A
+    /// change may or may not have been applied: read before retrying it (CLI exit 3).
+    DaemonRestarted,
     /// `timeout`: `sessions.run` spent its budget (CLI exit 125), or the daemon did not
     /// answer the CLI in time.
     Timeout,
@@ -72,6 +76,7 @@ impl ErrorCode {
             ErrorCode::TooLarge => "too_large",
             ErrorCode::Internal => "internal",
             ErrorCode::NoDaemon => "no_daemon",
+            ErrorCode::DaemonRestarted => "daemon_restarted",
             ErrorCode::Timeout => "timeout",
             ErrorCode::PersistenceFailed => "persistence_failed",
             ErrorCode::ForegroundBusy => "foreground_busy",
