@@ -505,3 +505,50 @@ fn a_stream_cut_by_the_daemons_death_ends_with_daemon_restarted() {
     let out = d.cli(&["stream", "watch", "--timeout", "1s"]);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
 }
+
+/// The `hello` of a `stream.watch` from `since`.
+fn hello_since(d: &Daemon, since: u64) -> Value {
+    let mut s = d.open_stream("stream.watch", json!({"since": since, "timeout": 1}));
+    s.next()
+}
+
+#[test]
+fn the_bus_cursor_never_goes_back_and_an_old_since_is_told_the_gap() {
+    let mut d = Daemon::start();
+    let id = sid(&d.create(json!({"command": "exec sleep 600"})));
+    d.ok(
+        "sessions.emit-event",
+        json!({"session_id": id, "event": "before"}),
+    );
+    let before = d.ok("daemon.status", json!({}))["bus_cursor"]
+        .as_u64()
+        .unwrap();
+    assert!(before >= 2);
+    assert_eq!(hello_since(&d, before)["reset"], Value::Null);
+    // A recovery: cursors go on above every one issued before.
+    kill_daemon_and_wait_for_the_next(&d);
+    d.ok(
+        "sessions.emit-event",
+        json!({"session_id": id, "event": "after"}),
+    );
+    let after = d.ok("daemon.status", json!({}))["bus_cursor"]
+        .as_u64()
+        .unwrap();
+    assert!(after > before, "{after} <= {before}");
+    // A supervisor resuming from before the crash is told what it cannot have.
+    let hello = hello_since(&d, before);
+    assert_eq!(hello["reset"], true, "{hello}");
+    let gap = hello["dropped_through"].as_u64().unwrap();
+    assert!(gap >= before, "{hello}");
+    // And one resuming from after it is not.
+    assert_eq!(hello_since(&d, after)["reset"], Value::Null);
+    // The same across a crash of both processes and a fresh start.
+    d.crash();
+    d.restart();
+    d.ok("sessions.list", json!({}));
+    let mut s = d.open_stream("stream.watch", json!({}));
+    let fresh = s.next()["cursor"].as_u64().unwrap();
+    assert!(fresh > after, "{fresh} <= {after}");
+    let hello = hello_since(&d, after);
+    assert_eq!(hello["reset"], true, "{hello}");
+}

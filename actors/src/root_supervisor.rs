@@ -173,7 +173,7 @@ impl Actor for RootSupervisor {
             Some("persistence".into()),
             PersistenceActor,
             PersistArgs {
-                dir: args.dir,
+                dir: args.dir.clone(),
                 fsync: args.fsync,
                 stats: args.spawn.stats.clone(),
                 retain: args.retain_records,
@@ -191,7 +191,11 @@ impl Actor for RootSupervisor {
         let (bus, _) = Actor::spawn_linked(
             Some("bus".into()),
             BusActor,
-            (args.bus_capacity, args.spawn.stats.clone()),
+            crate::bus::BusArgs {
+                capacity: args.bus_capacity,
+                stats: args.spawn.stats.clone(),
+                dir: Some(args.dir.clone()),
+            },
             cell.clone(),
         )
         .await?;
