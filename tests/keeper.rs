@@ -552,3 +552,77 @@ fn the_bus_cursor_never_goes_back_and_an_old_since_is_told_the_gap() {
     let hello = hello_since(&d, after);
     assert_eq!(hello["reset"], true, "{hello}");
 }
+
+/// Put `script` at the keeper's binary path on disk (the running keeper keeps its own).
+fn replace_binary_on_disk(d: &Daemon, script: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let next = d.path("bin/next");
+    std::fs::write(&next, script).unwrap();
+    std::fs::set_permissions(&next, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::rename(&next, d.path("bin/maxx")).unwrap();
+}
+
+#[test]
+fn upgrade_hands_every_session_to_the_binary_on_disk() {
+    let d = Daemon::start_linked();
+    let keeper = d.keeper_pid();
+    wait_for("keeper.pid", T, || read(&d.control.join("keeper.pid")));
+    let shell = sid(&d.create(json!({"command": "PS1='ready> ' exec sh -i"})));
+    let pid = d.get(&shell)["pid"].clone();
+    d.ok(
+        "sessions.set-state",
+        json!({"session_id": shell, "state": "blocked"}),
+    );
+    let old = d.pid();
+    // The "new build": a wrapper that says it ran, then runs the real binary.
+    let marker = d.path("upgraded");
+    replace_binary_on_disk(
+        &d,
+        &format!(
+            "#!/bin/sh\necho ran > {}\nexec {} \"$@\"\n",
+            marker.display(),
+            maxx_bin()
+        ),
+    );
+    let out = d.cli_ok(&["daemon", "upgrade"]);
+    assert_eq!(out["result"]["previous_pid"], old, "{out}");
+    assert_ne!(out["result"]["pid"], old, "{out}");
+    assert_eq!(out["result"]["pid"], d.pid(), "{out}");
+    assert_eq!(out["result"]["keeper_pid"], keeper, "{out}");
+    assert!(
+        marker.exists(),
+        "the daemon was started from the binary on disk"
+    );
+    assert!(process_alive(keeper));
+    let s = d.get(&shell);
+    assert_eq!(s["lifecycle"], "running", "{s}");
+    assert_eq!(s["pid"], pid);
+    assert_eq!(s["workflow_state"], "blocked");
+    let typed = d.path("typed");
+    d.ok(
+        "sessions.action",
+        json!({"session_id": shell, "action": "submit",
+               "input": format!("echo after-upgrade > {}", typed.display())}),
+    );
+    wait_for("input after the upgrade", T, || read(&typed));
+    // Without a keeper there is nothing to upgrade.
+    let mut crashed = Daemon::start();
+    crashed.crash();
+    let out = crashed.cli(&["daemon", "upgrade"]);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+}
+
+#[test]
+fn an_upgrade_to_a_binary_that_cannot_start_falls_back_to_the_keepers_own() {
+    let d = Daemon::start_linked();
+    wait_for("keeper.pid", T, || read(&d.control.join("keeper.pid")));
+    let id = sid(&d.create(json!({"command": "exec sleep 600"})));
+    let pid = d.get(&id)["pid"].clone();
+    let old = d.pid();
+    replace_binary_on_disk(&d, "#!/bin/sh\nexit 1\n");
+    let out = d.cli_ok(&["daemon", "upgrade"]);
+    assert_ne!(out["result"]["pid"], old, "{out}");
+    let s = d.get(&id);
+    assert_eq!(s["lifecycle"], "running", "{s}");
+    assert_eq!(s["pid"], pid);
+}

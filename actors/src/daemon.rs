@@ -140,6 +140,12 @@ pub async fn run(
     // a caller can see the daemon must still be a clean stop.
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
+    // Under a keeper, SIGUSR2 is `maxx daemon upgrade` (the keeper forwards it): hand the
+    // sessions over to the next daemon instead of ending them.
+    let mut usr2 = match config.keeper_fd {
+        Some(_) => Some(signal(SignalKind::user_defined2())?),
+        None => None,
+    };
     let socket_path = dir.socket_path();
     match std::fs::symlink_metadata(&socket_path) {
         Ok(meta) => {
@@ -220,7 +226,16 @@ pub async fn run(
 
     let mut root_handle = root_handle;
     let vanished = control_dir_vanished(dir.path());
+    let handover = async {
+        match usr2.as_mut() {
+            Some(usr2) => {
+                usr2.recv().await;
+            }
+            None => std::future::pending::<()>().await,
+        }
+    };
     let result = tokio::select! {
+        _ = handover => hand_over().await,
         _ = term.recv() => { tracing::info!("SIGTERM: stopping"); Ok(()) }
         _ = int.recv() => { tracing::info!("SIGINT: stopping"); Ok(()) }
         why = vanished => {
@@ -282,6 +297,25 @@ pub async fn run(
     let _ = std::fs::remove_file(dir.path().join(PID_FILE));
     drop(_lock);
     result
+}
+
+/// `maxx daemon upgrade`: fold the journal (every acknowledged change is already in it; the
+/// fold only saves the next daemon a replay) and exit at once, without ending any session:
+/// the keeper, which holds every master and is about to be every child's parent, hands them
+/// to the daemon it starts from the binary on disk. Requests and streams in flight are cut
+/// (the CLI reports `daemon_restarted`); `Stopping` is never sent.
+async fn hand_over() -> ! {
+    tracing::warn!("SIGUSR2: handing the sessions over to a new daemon (upgrade)");
+    if let Some(cell) = ractor::registry::where_is("persistence") {
+        let persist: ractor::ActorRef<crate::persistence::PersistMsg> = cell.into();
+        let _ = persist
+            .call(
+                crate::persistence::PersistMsg::Flush,
+                Some(std::time::Duration::from_secs(30)),
+            )
+            .await;
+    }
+    std::process::exit(0)
 }
 
 /// Resolves when the control dir or its socket is deleted or moved away (inotify, no

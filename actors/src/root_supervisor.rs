@@ -267,7 +267,7 @@ impl Actor for RootSupervisor {
                 exited_while_down = counts.exited_while_down,
                 detached = counts.detached,
                 released = counts.released,
-                "recovered from the previous daemon's death"
+                "took the sessions over from the previous daemon (it died, or handed them over for an upgrade)"
             );
             let _ = bus.cast(crate::bus::BusMsg::Publish(Box::new(
                 counts.event(daemons_before),

@@ -52,8 +52,17 @@ pub enum ProfilesVerb {
     List,
 }
 
+#[derive(Subcommand, Debug)]
+pub enum DaemonAction {
+    /// Replace the running daemon with the `maxx` binary now on disk, every session kept
+    /// running (SIGUSR2 to its keeper); print the old and new daemon pids.
+    Upgrade,
+}
+
 #[derive(Args, Debug)]
 pub struct DaemonArgs {
+    #[command(subcommand)]
+    pub action: Option<DaemonAction>,
     /// Start in the background and return once it accepts requests.
     #[arg(long)]
     pub detach: bool,

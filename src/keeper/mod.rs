@@ -2,7 +2,7 @@
 //! that sessions outlive a daemon that dies (kill -9, a panic, the OOM killer).
 //!
 //! It is a plain `poll` loop over two descriptors — a signalfd (SIGCHLD, SIGTERM, SIGINT,
-//! SIGHUP) and its end of a `SOCK_SEQPACKET` socketpair to the current daemon — with no
+//! SIGHUP, SIGUSR2) and its end of a `SOCK_SEQPACKET` socketpair to the current daemon — with no
 //! async runtime and no threads, and it parses nothing but its own fixed packets
 //! (`maxx_protocol::keeper`). It:
 //!
@@ -18,7 +18,9 @@
 //!   children as before; only orphans are the keeper's;
 //! - decides, when the daemon dies, between a restart — a new daemon on a fresh socketpair,
 //!   handed every surviving master with its pid, ids, secret and recorded status — and
-//!   stopping ([`state::decide`]): a requested stop ends everything as before.
+//!   stopping ([`state::decide`]): a requested stop ends everything as before;
+//! - on SIGUSR2 (`maxx daemon upgrade`) has the daemon hand its sessions over and starts the
+//!   binary now on disk in its place, falling back to its own build if that one cannot start.
 //!
 //! Who reaps whom, the messages and what survives which failure: `docs/recovery.md`.
 
@@ -46,6 +48,8 @@ use std::time::Instant;
 pub const KEEPER_FD: RawFd = 4;
 /// Where the readiness pipe of `maxx daemon --detach` sits, for the first daemon only.
 const READY_FD: RawFd = 3;
+/// The keeper's own build, whatever has replaced the file on disk since it started.
+const OWN_BUILD: &str = "/proc/self/exe";
 /// Packets read from the daemon per wake-up, so a chatty daemon cannot starve signals.
 const PACKETS_PER_WAKE: usize = 256;
 
@@ -86,6 +90,11 @@ struct Keeper {
     /// This binary's arguments, replayed (plus `--keeper-fd`) to start each daemon.
     argv0: OsString,
     args: Vec<OsString>,
+    /// The binary's path on disk, as the keeper was started from it: what an upgrade runs.
+    exe: PathBuf,
+    /// What a restart after a crash runs: the keeper's own build, or the build on disk once
+    /// an upgrade to it served.
+    program: PathBuf,
     signals: SignalFd,
     table: Table,
     daemon: Daemon,
@@ -169,6 +178,7 @@ impl Keeper {
             Signal::SIGTERM,
             Signal::SIGINT,
             Signal::SIGHUP,
+            Signal::SIGUSR2,
         ] {
             mask.add(sig);
         }
@@ -203,6 +213,8 @@ impl Keeper {
             control_dir: control_dir.to_path_buf(),
             argv0,
             args: args.collect(),
+            exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from(OWN_BUILD)),
+            program: PathBuf::from(OWN_BUILD),
             signals,
             table: Table::default(),
             daemon: Daemon {
@@ -223,7 +235,7 @@ impl Keeper {
             verbose: true,
         };
         let ready_raw = ready.as_ref().map(AsRawFd::as_raw_fd);
-        match keeper.spawn_daemon(ready_raw) {
+        match keeper.spawn_daemon(ready_raw, Path::new(OWN_BUILD)) {
             Ok(daemon) => keeper.daemon = daemon,
             Err(e) => return Err(fail(e, ready)),
         }
@@ -253,13 +265,13 @@ impl Keeper {
     /// Start a daemon on a fresh socketpair: this binary (`/proc/self/exe`: the same build,
     /// even if the file on disk was replaced) with the keeper's own arguments and
     /// `--keeper-fd`. Only the first one gets the readiness pipe.
-    fn spawn_daemon(&mut self, ready: Option<RawFd>) -> io::Result<Daemon> {
+    fn spawn_daemon(&mut self, ready: Option<RawFd>, program: &Path) -> io::Result<Daemon> {
         let (mine, theirs) = packet::pair()?;
         // Above 4, so placing it at KEEPER_FD in the child is a real dup2 (which clears
         // close-on-exec) and never lands on the readiness pipe's number.
         let theirs = dup_above(theirs.as_raw_fd(), 10)?;
         let theirs_raw = theirs.as_raw_fd();
-        let mut cmd = std::process::Command::new("/proc/self/exe");
+        let mut cmd = std::process::Command::new(program);
         cmd.arg0(&self.argv0)
             .args(&self.args)
             .arg("--keeper-fd")
@@ -331,21 +343,36 @@ impl Keeper {
                     }
                     return self.finish(code);
                 }
-                Decision::Restart => {
+                decision => {
                     self.served |= self.daemon.facts.ready;
-                    self.restarts.push(Instant::now());
+                    let (program, why) = match decision {
+                        Decision::Upgrade => (self.exe.clone(), "an upgrade was asked"),
+                        Decision::FallBack => {
+                            self.program = PathBuf::from(OWN_BUILD);
+                            (
+                                self.program.clone(),
+                                "the upgraded build did not start; starting the keeper's own",
+                            )
+                        }
+                        _ => {
+                            self.restarts.push(Instant::now());
+                            (self.program.clone(), "it died")
+                        }
+                    };
                     self.log(format!(
-                        "the daemon (pid {}) died ({end:?}); starting a new one with the {} sessions it held",
+                        "the daemon (pid {}) ended ({end:?}: {why}); starting {} with the {} sessions it held",
                         self.daemon.pid,
+                        program.display(),
                         self.table.len()
                     ));
-                    match self.spawn_daemon(None) {
+                    match self.spawn_daemon(None, &program) {
                         Ok(daemon) => self.daemon = daemon,
                         Err(e) => {
                             self.log(format!("cannot start a daemon ({e}); stopping"));
                             return self.finish(1);
                         }
                     }
+                    self.daemon.facts.upgraded = decision == Decision::Upgrade;
                     self.hand_off();
                 }
             }
@@ -396,6 +423,19 @@ impl Keeper {
         while let Ok(Some(info)) = self.signals.read_signal() {
             match Signal::try_from(info.ssi_signo as i32) {
                 Ok(Signal::SIGCHLD) => self.reap(),
+                Ok(Signal::SIGUSR2) => {
+                    // `maxx daemon upgrade`: the daemon hands its sessions over and exits;
+                    // the binary on disk takes them.
+                    if self.daemon.alive && !self.stop_requested && !self.daemon.facts.handover {
+                        self.log(format!(
+                            "SIGUSR2: upgrading the daemon (pid {}) to {}",
+                            self.daemon.pid,
+                            self.exe.display()
+                        ));
+                        self.daemon.facts.handover = true;
+                        let _ = kill(Pid::from_raw(self.daemon.pid as i32), Signal::SIGUSR2);
+                    }
+                }
                 Ok(sig) => {
                     if !self.stop_requested && self.verbose {
                         self.log(format!("{sig}: stopping the daemon and the sessions"));
@@ -483,6 +523,9 @@ impl Keeper {
             }
             if self.daemon.facts.ready && !was_ready {
                 self.write_pid_file();
+                if self.daemon.facts.upgraded {
+                    self.program = self.exe.clone();
+                }
             }
         }
     }

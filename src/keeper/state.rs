@@ -85,6 +85,11 @@ pub struct Facts {
     pub ready: bool,
     /// An earlier daemon of this keeper served: this one is a recovery.
     pub served_before: bool,
+    /// An upgrade was asked of this daemon (SIGUSR2 to the keeper, forwarded): it hands its
+    /// sessions over and exits, or dies of the signal if it predates upgrades.
+    pub handover: bool,
+    /// This daemon was started from the binary on disk by an upgrade.
+    pub upgraded: bool,
 }
 
 /// The restart decision.
@@ -92,6 +97,10 @@ pub struct Facts {
 pub enum Decision {
     /// Start a new daemon and hand it the survivors.
     Restart,
+    /// An upgrade: start the binary now on disk and hand it the survivors.
+    Upgrade,
+    /// The upgraded binary could not start: start the keeper's own build again instead.
+    FallBack,
     /// Stop: end the sessions the keeper is the parent of and exit with this code.
     Exit(i32),
 }
@@ -99,13 +108,16 @@ pub enum Decision {
 /// Decide what a daemon's death means. In order:
 /// 1. a stop was asked for (of the keeper, or the daemon said `Stopping`): exit with the
 ///    daemon's status — that is the clean-stop path, the sessions are being ended;
-/// 2. it never said `Ready` and exited with a status, or no daemon of this keeper ever
+/// 2. an upgrade was asked of it: start the binary on disk ([`Decision::Upgrade`]);
+/// 3. it was that upgrade and never said `Ready`: start the keeper's own build instead
+///    ([`Decision::FallBack`]), so a broken build on disk never ends the sessions;
+/// 4. it never said `Ready` and exited with a status, or no daemon of this keeper ever
 ///    served: it could not start (`already_running`, a bad control dir, a failing load) and a
 ///    retry would fail the same way: exit. (A recovering daemon killed by a signal before it
 ///    was ready — the OOM killer again — is a crash like any other: rule 4 bounds it.);
-/// 3. it exited 0 on its own: it meant to;
-/// 4. `restarts_in_window` restarts already happened within [`RESTART_WINDOW`]: give up;
-/// 5. otherwise it crashed (a signal, a panic's exit code): restart.
+/// 5. it exited 0 on its own: it meant to;
+/// 6. `restarts_in_window` restarts already happened within [`RESTART_WINDOW`]: give up;
+/// 7. otherwise it crashed (a signal, a panic's exit code): restart.
 pub fn decide(end: DaemonEnd, facts: Facts, restarts_in_window: usize) -> Decision {
     let code = match end {
         DaemonEnd::Code(c) => c,
@@ -113,6 +125,12 @@ pub fn decide(end: DaemonEnd, facts: Facts, restarts_in_window: usize) -> Decisi
     };
     if facts.stop_requested || facts.stopping {
         return Decision::Exit(code);
+    }
+    if facts.handover {
+        return Decision::Upgrade;
+    }
+    if facts.upgraded && !facts.ready {
+        return Decision::FallBack;
     }
     if !facts.ready && (matches!(end, DaemonEnd::Code(_)) || !facts.served_before) {
         return Decision::Exit(if code == 0 { 1 } else { code });
@@ -746,6 +764,49 @@ mod tests {
         // Too many restarts in the window: give up.
         assert_eq!(decide(crash, ready, RESTARTS_MAX - 1), Decision::Restart);
         assert_eq!(decide(crash, ready, RESTARTS_MAX), Decision::Exit(137));
+    }
+
+    #[test]
+    fn the_upgrade_decision() {
+        let ready = Facts {
+            ready: true,
+            ..Facts::default()
+        };
+        let asked = Facts {
+            handover: true,
+            ..ready
+        };
+        // However the daemon ended (handed over and exited, or killed by the signal).
+        assert_eq!(decide(DaemonEnd::Code(0), asked, 0), Decision::Upgrade);
+        assert_eq!(decide(DaemonEnd::Signal(12), asked, 0), Decision::Upgrade);
+        // Not counted against the restart budget.
+        assert_eq!(
+            decide(DaemonEnd::Code(0), asked, RESTARTS_MAX),
+            Decision::Upgrade
+        );
+        // A stop asked meanwhile wins.
+        let stopping = Facts {
+            stop_requested: true,
+            ..asked
+        };
+        assert_eq!(decide(DaemonEnd::Code(0), stopping, 0), Decision::Exit(0));
+        // The upgraded build that cannot start: back to the keeper's own.
+        let upgraded = Facts {
+            upgraded: true,
+            served_before: true,
+            ..Facts::default()
+        };
+        assert_eq!(decide(DaemonEnd::Code(1), upgraded, 0), Decision::FallBack);
+        assert_eq!(
+            decide(DaemonEnd::Signal(11), upgraded, 0),
+            Decision::FallBack
+        );
+        // Once it served, it is a daemon like any other.
+        let served = Facts {
+            ready: true,
+            ..upgraded
+        };
+        assert_eq!(decide(DaemonEnd::Signal(9), served, 0), Decision::Restart);
     }
 
     #[test]

@@ -59,6 +59,8 @@ pub struct Daemon {
     child: Option<Child>,
     extra: Vec<String>,
     env: Vec<(String, String)>,
+    /// The binary `maxx daemon` runs from (the keeper's path on disk).
+    bin: PathBuf,
     /// For `MAXX_TEST_FIGURES`: when the first daemon process started, how many were
     /// started, and the highest peak RSS among those that stopped.
     started: Instant,
@@ -87,6 +89,32 @@ impl Daemon {
         Daemon::launched(tmp, control, Vec::new(), Vec::new())
     }
 
+    /// Start a daemon whose keeper runs from a hard link to the binary at `bin/maxx` in the
+    /// test's dir, so a test can replace "the binary on disk" (`maxx daemon upgrade`).
+    pub fn start_linked() -> Daemon {
+        let tmp = tempfile::Builder::new().prefix("maxx-t").tempdir().unwrap();
+        let control = tmp.path().join("ctl");
+        let bin = tmp.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        let linked = bin.join("maxx");
+        if std::fs::hard_link(maxx_bin(), &linked).is_err() {
+            std::fs::copy(maxx_bin(), &linked).unwrap();
+        }
+        let mut d = Daemon {
+            tmp,
+            control,
+            child: None,
+            extra: Vec::new(),
+            env: Vec::new(),
+            bin: linked,
+            started: Instant::now(),
+            launches: 0,
+            peak_kib: 0,
+        };
+        d.launch();
+        d
+    }
+
     /// Start a daemon with extra environment (e.g. a profiles file).
     pub fn start_with_env(env: &[(&str, String)]) -> Daemon {
         let tmp = tempfile::Builder::new().prefix("maxx-t").tempdir().unwrap();
@@ -108,6 +136,7 @@ impl Daemon {
             tmp,
             control,
             child: None,
+            bin: PathBuf::from(maxx_bin()),
             extra,
             env,
             started: Instant::now(),
@@ -139,7 +168,7 @@ impl Daemon {
             )
             .unwrap();
         }
-        let child = Command::new(maxx_bin())
+        let child = Command::new(&self.bin)
             .args(["daemon", "--log-level", "warn"])
             .args(&self.extra)
             .env("MAXX_CONTROL_DIR", &self.control)
