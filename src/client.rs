@@ -146,12 +146,16 @@ fn lost(target: &Target, served_by: Option<u32>, otherwise: ClientError) -> Clie
 
 /// `daemon_restarted`, if the daemon that served the connection is gone and a keeper runs.
 /// Only asked when a connection ended without its answer or end line, which a live daemon
-/// never does: the daemon's descriptors close a moment before it is reported gone, so this
-/// waits (at most 2 s, on a pidfd) for that.
+/// never does: gone means `daemon.pid` names another daemon already, or the pid it named
+/// exits within 5 s (watched on a pidfd: the daemon's descriptors close a moment before it
+/// is reported gone, longer on a loaded machine).
 fn restarted(target: &Target, served_by: Option<u32>) -> Option<ClientError> {
-    if served_by.is_some_and(|pid| gone_within(pid, Duration::from_secs(2)))
-        && keeper_running(target)
-    {
+    let pid = served_by?;
+    if !keeper_running(target) {
+        return None;
+    }
+    let replaced = || serving_daemon(target).is_some_and(|now| now != pid);
+    if replaced() || gone_within(pid, Duration::from_secs(5)) || replaced() {
         return Some(ClientError::NoDaemon(
             ErrorBody::new(
                 ErrorCode::DaemonRestarted,
