@@ -1,15 +1,25 @@
 //! The CLI's side of the wire: find the control dir, read the token, send one request
 //! line, read one response line. Blocking std I/O: the CLI makes one request per run.
+//!
+//! Across a recovery (`docs/recovery.md`): a request that finds no daemon while a keeper
+//! runs waits (bounded, woken by inotify) for the keeper's new daemon; a request or stream
+//! whose daemon dies before it answers ends with `daemon_restarted`.
 
-use maxx_actors::control_dir::{default_control_dir, ControlDir, SOCKET_FILE};
+use maxx_actors::control_dir::{
+    default_control_dir, ControlDir, KEEPER_PID_FILE, PID_FILE, SOCKET_FILE,
+};
 use maxx_protocol::error::{ErrorBody, ErrorCode};
 use maxx_protocol::limits::RESPONSE_LINE_MAX_BYTES;
 use maxx_protocol::{RequestEnvelope, Response};
 use serde_json::Value;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
-use std::path::PathBuf;
-use std::time::Duration;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// How long a request that found no daemon waits for the one a running keeper is starting
+/// (a recovery takes tens of milliseconds; see `docs/recovery.md`).
+const RECOVERY_WAIT: Duration = Duration::from_secs(5);
 
 /// Where the CLI talks to.
 #[derive(Debug, Clone)]
@@ -74,6 +84,132 @@ fn no_daemon(target: &Target, why: &str) -> ClientError {
     )
 }
 
+/// A pid from a file in the control dir (bounded read, no link followed).
+fn read_pid(dir: &Path, name: &str) -> Option<u32> {
+    let file = maxx_actors::control_dir::open_regular(
+        &dir.join(name),
+        std::fs::OpenOptions::new().read(true),
+        false,
+    )
+    .ok()?;
+    let mut text = String::new();
+    file.take(32).read_to_string(&mut text).ok()?;
+    text.trim().parse().ok()
+}
+
+/// Whether `pid` is a running process (not a zombie).
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rfind(')')
+            .and_then(|i| stat[i + 1..].split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X")
+    })
+}
+
+/// Whether `pid` has exited, or does within `limit` (woken by its pidfd).
+fn gone_within(pid: u32, limit: Duration) -> bool {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    // SAFETY: plain syscall; returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    if fd < 0 {
+        return io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+    }
+    // SAFETY: the kernel just gave us this descriptor.
+    let pidfd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+    if !running(pid) {
+        return true;
+    }
+    let mut fds = [nix::poll::PollFd::new(
+        std::os::fd::AsFd::as_fd(&pidfd),
+        nix::poll::PollFlags::POLLIN,
+    )];
+    let ms = nix::poll::PollTimeout::try_from(limit.as_millis() as i32)
+        .unwrap_or(nix::poll::PollTimeout::MAX);
+    matches!(nix::poll::poll(&mut fds, ms), Ok(n) if n > 0)
+}
+
+/// Whether a keeper runs for this control dir (so a missing daemon is being replaced).
+fn keeper_running(target: &Target) -> bool {
+    read_pid(&target.control_dir, KEEPER_PID_FILE).is_some_and(running)
+}
+
+/// The daemon `daemon.pid` names right now.
+fn serving_daemon(target: &Target) -> Option<u32> {
+    read_pid(&target.control_dir, PID_FILE)
+}
+
+/// What to report when the connection ended without an answer (or a stream without its
+/// end): `daemon_restarted` if the daemon that served it is gone and a keeper runs.
+fn lost(target: &Target, served_by: Option<u32>, otherwise: ClientError) -> ClientError {
+    restarted(target, served_by).unwrap_or(otherwise)
+}
+
+/// `daemon_restarted`, if the daemon that served the connection is gone and a keeper runs.
+/// Only asked when a connection ended without its answer or end line, which a live daemon
+/// never does: gone means `daemon.pid` names another daemon already, or the pid it named
+/// exits within 5 s (watched on a pidfd: the daemon's descriptors close a moment before it
+/// is reported gone, longer on a loaded machine).
+fn restarted(target: &Target, served_by: Option<u32>) -> Option<ClientError> {
+    let pid = served_by?;
+    if !keeper_running(target) {
+        return None;
+    }
+    let replaced = || serving_daemon(target).is_some_and(|now| now != pid);
+    if replaced() || gone_within(pid, Duration::from_secs(5)) || replaced() {
+        return Some(ClientError::NoDaemon(
+            ErrorBody::new(
+                ErrorCode::DaemonRestarted,
+                "the daemon died before it answered; its keeper is starting a new one",
+            )
+            .with_remedy(
+                "read the session before retrying a change (it may have been applied); a wait or watch can simply be opened again",
+            ),
+        ));
+    }
+    None
+}
+
+/// Connect to the socket; if nothing answers while a keeper runs, wait (at most
+/// [`RECOVERY_WAIT`]) for the daemon it is starting. The wait wakes on inotify events in the
+/// control dir (the new daemon creates its socket there), never on a timer.
+fn connect(target: &Target) -> io::Result<UnixStream> {
+    let path = target.socket_path();
+    match UnixStream::connect(&path) {
+        Ok(s) => return Ok(s),
+        Err(e) if !keeper_running(target) => return Err(e),
+        Err(_) => {}
+    }
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
+    let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC)?;
+    inotify.add_watch(
+        &target.control_dir,
+        AddWatchFlags::IN_CREATE | AddWatchFlags::IN_MOVED_TO | AddWatchFlags::IN_ATTRIB,
+    )?;
+    let deadline = Instant::now() + RECOVERY_WAIT;
+    loop {
+        // Watched first, tried second: a socket created in between is not missed.
+        let refused = match UnixStream::connect(&path) {
+            Ok(s) => return Ok(s),
+            Err(e) => e,
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || !keeper_running(target) {
+            return Err(refused);
+        }
+        let ms = PollTimeout::try_from(left.as_millis().max(1) as i32).unwrap_or(PollTimeout::MAX);
+        let mut fds = [PollFd::new(
+            std::os::fd::AsFd::as_fd(&inotify),
+            PollFlags::POLLIN,
+        )];
+        match poll(&mut fds, ms) {
+            Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+        let _ = inotify.read_events();
+    }
+}
+
 fn failed(what: &str, e: io::Error) -> ClientError {
     ClientError::Failed(ErrorBody::new(
         ErrorCode::Internal,
@@ -106,7 +242,7 @@ pub fn send_request(
         }
         Err(e) => return Err(no_daemon(target, &e.to_string())),
     };
-    let mut stream = match UnixStream::connect(target.socket_path()) {
+    let mut stream = match connect(target) {
         Ok(s) => s,
         Err(e) => return Err(no_daemon(target, &e.to_string())),
     };
@@ -143,21 +279,29 @@ pub fn stream_lines(
     mut on_line: impl FnMut(Value),
 ) -> Result<(), ClientError> {
     let stream = send_request(target, method, params, caller, confirm, false)?;
+    let served_by = serving_daemon(target);
     let mut reader = BufReader::new(stream);
+    // The daemon ends every stream with a line saying so (an `end`, or a refusal).
+    let mut ended = false;
     loop {
         let mut buf = Vec::new();
         let n = (&mut reader)
             .take(RESPONSE_LINE_MAX_BYTES as u64)
             .read_until(b'\n', &mut buf)
-            .map_err(|e| failed("reading from", e))?;
+            .map_err(|e| lost(target, served_by, failed("reading from", e)))?;
         if n == 0 {
-            return Ok(());
+            if ended {
+                return Ok(());
+            }
+            // Cut short: the daemon itself may be gone.
+            return restarted(target, served_by).map_or(Ok(()), Err);
         }
         let value: Value = serde_json::from_slice(&buf).map_err(|e| {
             ClientError::Failed(ErrorBody::internal(format!(
                 "unreadable line from the daemon: {e}"
             )))
         })?;
+        ended = value["type"] == "end" || value["ok"] == false;
         on_line(value);
     }
 }
@@ -172,6 +316,7 @@ pub fn request(
     timeout: Duration,
 ) -> Result<Response, ClientError> {
     let stream = send_request(target, method, params, caller, confirm, true)?;
+    let served_by = serving_daemon(target);
     stream
         .set_read_timeout(Some(timeout))
         .map_err(|e| failed("configuring", e))?;
@@ -190,7 +335,16 @@ pub fn request(
                 format!("the daemon did not answer within {}s", timeout.as_secs()),
             )))
         }
-        Err(e) => return Err(failed("reading from", e)),
+        Err(e) => return Err(lost(target, served_by, failed("reading from", e))),
+    }
+    if buf.is_empty() {
+        return Err(lost(
+            target,
+            served_by,
+            ClientError::Failed(ErrorBody::internal(
+                "the daemon closed the connection without answering",
+            )),
+        ));
     }
     parse_response(&buf)
 }

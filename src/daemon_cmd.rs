@@ -104,20 +104,37 @@ pub fn manage(
     };
     match action {
         DaemonAction::Status(a) => crate::human::status(target, caller, a),
+        DaemonAction::Upgrade => match upgrade(&target.control_dir) {
+            Ok(result) => {
+                println!("{}", serde_json::json!({"ok": true, "result": result}));
+                exit::OK
+            }
+            Err((code, body)) => {
+                report::print_error(&body);
+                code
+            }
+        },
         DaemonAction::Reload => report::response(
             "daemon.reload",
             send("daemon.reload", crate::request::CLIENT_TIMEOUT),
         ),
         DaemonAction::Stop(a) => {
             let answer = send("daemon.stop", crate::request::CLIENT_TIMEOUT);
-            let pid = match &answer {
-                Ok(r) if r.ok => r.result.as_ref().and_then(|v| v["pid"].as_u64()),
+            let result = match &answer {
+                Ok(r) if r.ok => r.result.clone().unwrap_or_default(),
                 _ => return report::response("daemon.stop", answer),
             };
-            let Some(pid) = pid.and_then(|p| u32::try_from(p).ok()) else {
-                return report::response("daemon.stop", answer);
-            };
-            match wait_until_gone(pid, a.timeout) {
+            let pid_of = |v: &serde_json::Value| v.as_u64().and_then(|p| u32::try_from(p).ok());
+            // The daemon, then its keeper (which ends once the daemon told it it is stopping).
+            let pids = [pid_of(&result["pid"]), pid_of(&result["keeper"]["pid"])];
+            let deadline = std::time::Instant::now() + a.timeout;
+            let waited = pids.into_iter().flatten().try_for_each(|pid| {
+                wait_until_gone(
+                    pid,
+                    deadline.saturating_duration_since(std::time::Instant::now()),
+                )
+            });
+            match waited {
                 Ok(()) => report::response("daemon.stop", answer),
                 Err(e) => {
                     report::print_error(&e);
@@ -200,6 +217,10 @@ pub fn command(target: &Target, d: DaemonArgs) -> i32 {
             }
         };
     }
+    // `maxx daemon` is the keeper; the keeper starts the daemon proper with `--keeper-fd`.
+    let Some(keeper_fd) = d.keeper_fd else {
+        return crate::keeper::run(&target.control_dir, d.detached_child, &d.log_level);
+    };
     run_foreground(
         target.control_dir.clone(),
         &d.log_level,
@@ -215,7 +236,102 @@ pub fn command(target: &Target, d: DaemonArgs) -> i32 {
             },
             screen_read_bytes: d.screen_read_bytes,
         },
+        Some(keeper_fd),
     )
+}
+
+/// How long `maxx daemon upgrade` waits for the new daemon to serve.
+const UPGRADE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A pid from a file in the control dir (bounded, no link followed).
+fn read_pid(dir: &Path, name: &str) -> Option<u32> {
+    let file = maxx_actors::control_dir::open_regular(
+        &dir.join(name),
+        OpenOptions::new().read(true),
+        false,
+    )
+    .ok()?;
+    let mut text = String::new();
+    file.take(32).read_to_string(&mut text).ok()?;
+    text.trim().parse().ok()
+}
+
+/// `maxx daemon upgrade`: SIGUSR2 to the keeper, which has the daemon hand its sessions over
+/// and starts the binary on disk; returns once a different daemon answers `daemon.status`
+/// (woken by inotify on the control dir, at most [`UPGRADE_TIMEOUT`]).
+fn upgrade(control_dir: &Path) -> Result<serde_json::Value, (i32, ErrorBody)> {
+    use maxx_actors::control_dir::{KEEPER_PID_FILE, PID_FILE};
+    use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
+    let no_keeper = || {
+        (
+            exit::NO_DAEMON,
+            ErrorBody::new(
+                maxx_protocol::ErrorCode::NoDaemon,
+                format!("no keeper runs for {}", control_dir.display()),
+            )
+            .with_remedy("start the daemon with `maxx daemon` (or `--detach`); only a daemon run by its keeper can be upgraded"),
+        )
+    };
+    ControlDir::open(control_dir).map_err(|_| no_keeper())?;
+    let keeper = read_pid(control_dir, KEEPER_PID_FILE).ok_or_else(no_keeper)?;
+    let old = read_pid(control_dir, PID_FILE).ok_or_else(no_keeper)?;
+    let internal = |e: String| {
+        (
+            exit::FAILED,
+            ErrorBody::internal(e).with_remedy("see daemon.log (or the keeper's stderr)"),
+        )
+    };
+    let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC)
+        .map_err(|e| internal(format!("inotify: {e}")))?;
+    inotify
+        .add_watch(
+            control_dir,
+            AddWatchFlags::IN_CREATE | AddWatchFlags::IN_MOVED_TO | AddWatchFlags::IN_CLOSE_WRITE,
+        )
+        .map_err(|e| internal(format!("inotify: {e}")))?;
+    // SAFETY: kill with a pid read from the keeper's own file; ESRCH is reported below.
+    if unsafe { libc::kill(keeper as i32, libc::SIGUSR2) } != 0 {
+        return Err(no_keeper());
+    }
+    let target = Target {
+        control_dir: control_dir.to_path_buf(),
+        socket: None,
+    };
+    let deadline = std::time::Instant::now() + UPGRADE_TIMEOUT;
+    loop {
+        if let Some(new) = read_pid(control_dir, PID_FILE).filter(|p| *p != old) {
+            if let Ok(r) = crate::client::request(
+                &target,
+                "daemon.status",
+                serde_json::json!({}),
+                None,
+                false,
+                Duration::from_secs(10),
+            ) {
+                if r.ok && r.result.as_ref().is_some_and(|s| s["pid"] == new) {
+                    return Ok(serde_json::json!({
+                        "previous_pid": old, "pid": new, "keeper_pid": keeper,
+                        "keeper": r.result.as_ref().map(|s| s["keeper"].clone()),
+                    }));
+                }
+            }
+        }
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(internal(format!(
+                "no new daemon answered within {}s of the upgrade request",
+                UPGRADE_TIMEOUT.as_secs()
+            )));
+        }
+        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+        let mut fds = [PollFd::new(
+            std::os::fd::AsFd::as_fd(&inotify),
+            PollFlags::POLLIN,
+        )];
+        let ms = PollTimeout::try_from(left.as_millis().max(1) as i32).unwrap_or(PollTimeout::MAX);
+        let _ = poll(&mut fds, ms);
+        let _ = inotify.read_events();
+    }
 }
 
 /// Run the daemon in this process. With `detached`, log to the control dir and report
@@ -225,6 +341,7 @@ pub fn run_foreground(
     log_level: &str,
     detached: bool,
     tuning: Tuning,
+    keeper_fd: Option<i32>,
 ) -> i32 {
     let ready_fd: Option<OwnedFd> = if detached {
         std::env::var(READY_FD_ENV)
@@ -262,6 +379,7 @@ pub fn run_foreground(
         max_long_lived: tuning.max_long_lived,
         audit: tuning.audit,
         screen_read_bytes: tuning.screen_read_bytes,
+        keeper_fd,
     };
     let mut ready_fd = ready_fd;
     let result = runtime.block_on(async {

@@ -10,6 +10,7 @@
 //! - [`top`]: the live dashboard; [`attach`]: the terminal side of `maxx attach`.
 //! - [`daemon_cmd`]: `maxx daemon [--detach]`.
 //! - [`mcp`]: `maxx mcp`, the MCP server on stdio (tools in `mcp/tools.rs`).
+//! - [`keeper`]: the keeper process `maxx daemon` runs, with the daemon proper as its child.
 //!
 //! A noun-verb runs as: [`cli`] parses, [`request`] builds, [`main`]'s `dispatch` sends
 //! (starting a daemon first for `sessions create`), [`report`] prints and picks the exit code.
@@ -32,6 +33,7 @@ mod client;
 mod daemon_cmd;
 mod exit;
 mod human;
+mod keeper;
 mod mcp;
 mod record;
 mod report;

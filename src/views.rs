@@ -315,6 +315,15 @@ pub fn render_status(status: &Value) -> String {
         ));
     }
     out.push_str(&format!("bus cursor: {}\n", status["bus_cursor"]));
+    let keeper = &status["keeper"];
+    if keeper["connected"] == true {
+        out.push_str(&format!(
+            "keeper: pid {} ({} recoveries)\n",
+            keeper["pid"], keeper["daemons_before"]
+        ));
+    } else if keeper.is_object() {
+        out.push_str("keeper: GONE (sessions will not survive this daemon's death)\n");
+    }
     // A rejected policy file leaves only the built-in sources in force: say so here, not
     // only in `maxx policy sources`.
     if status["policy"]["status"] == "rejected" {

@@ -115,14 +115,14 @@ fn the_deepest_accepted_value_survives_kill_9_and_two_restarts_and_one_deeper_is
     };
     // kill -9: the values are only in the journal. The first start replays it and folds
     // everything into registry.json; the second reads that snapshot.
-    d.stop_with(libc::SIGKILL);
+    d.crash();
     d.restart();
     check(&d, "after journal replay");
     let snapshot: Value =
         serde_json::from_slice(&std::fs::read(d.control.join("registry.json")).unwrap())
             .expect("registry.json parses with serde_json's default limit");
     assert_eq!(snapshot["sessions"][0]["session"]["metadata"]["deep"], ok);
-    d.stop_with(libc::SIGKILL);
+    d.crash();
     d.restart();
     check(&d, "after loading the folded snapshot");
     let stats = d.ok("daemon.stats", json!({}));
@@ -132,7 +132,7 @@ fn the_deepest_accepted_value_survives_kill_9_and_two_restarts_and_one_deeper_is
         "sessions.set-metadata",
         json!({"session_id": id, "key": "after", "value": 1}),
     );
-    d.stop_with(libc::SIGKILL);
+    d.crash();
     d.restart();
     check(&d, "after a third start");
     assert_eq!(d.get(&id)["metadata"]["after"], 1);
@@ -527,7 +527,7 @@ fn large_records_survive(sessions: usize) {
         assert!(stats["registry_unreadable"].is_null(), "{when}: {stats}");
     };
     // kill -9: the newest updates are only in the journal, replayed over the big snapshot.
-    d.stop_with(libc::SIGKILL);
+    d.crash();
     d.restart();
     check(&d, "after kill -9");
     // The start folded everything into one snapshot over the old cap; a clean stop folds
@@ -542,7 +542,7 @@ fn large_records_survive(sessions: usize) {
         "sessions.set-metadata",
         json!({"session_id": ids[0], "key": "after", "value": true}),
     );
-    d.stop_with(libc::SIGKILL);
+    d.crash();
     d.restart();
     assert_eq!(d.get(&ids[0])["metadata"]["after"], true);
 }

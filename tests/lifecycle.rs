@@ -256,7 +256,7 @@ fn an_acknowledged_mutation_survives_kill_9() {
         "r-42",
     ]);
     d.cli_ok(&["sessions", "declare-state", &id, "--state", "tests:passed"]);
-    d.stop_with(libc::SIGKILL);
+    d.crash();
     d.restart();
     let v = d.get(&id);
     assert_eq!(v["metadata"]["run.id"], "r-42");
@@ -489,7 +489,7 @@ fn retention_keeps_live_records_and_the_newest_closed_ones() {
         d.ok("sessions.cancel", json!({"session_id": id}));
     }
     d.wait_stat("records_dropped", 4);
-    d.stop_with(libc::SIGKILL);
+    d.crash();
     d.restart();
     let mut after: Vec<String> = d.ok("sessions.list", json!({}))["sessions"]
         .as_array()

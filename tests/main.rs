@@ -15,6 +15,7 @@ mod hostile_streams;
 mod hostile_waits;
 mod human;
 mod install;
+mod keeper;
 mod keys;
 mod lifecycle;
 mod mcp;

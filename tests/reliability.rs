@@ -462,7 +462,7 @@ fn kill_9_under_load_loses_no_acknowledged_mutation() {
     wait_for("a thousand acknowledged mutations", T, || {
         (acks.load(std::sync::atomic::Ordering::Relaxed) >= 1000).then_some(())
     });
-    d.stop_with(libc::SIGKILL);
+    d.crash();
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let results: Vec<(String, Vec<(String, i64)>)> =
         handles.into_iter().map(|h| h.join().unwrap()).collect();
@@ -1109,7 +1109,7 @@ fn a_dormant_record_takes_declarations_and_they_persist() {
         json!({"session_id": child, "parent": parent}),
     );
     // Acknowledged means journaled: it survives kill -9 with nothing written after it.
-    d.stop_with(libc::SIGKILL);
+    d.crash();
     d.restart();
     assert_eq!(d.get(&child)["parent_id"], parent.as_str());
     // And again on the restored (dormant at once) record.
@@ -1121,7 +1121,7 @@ fn a_dormant_record_takes_declarations_and_they_persist() {
         "sessions.set-parent",
         json!({"session_id": child, "parent": ""}),
     );
-    d.stop_with(libc::SIGKILL);
+    d.crash();
     d.restart();
     let v = d.get(&child);
     assert!(v["parent_id"].is_null(), "{v}");

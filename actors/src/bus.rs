@@ -1,6 +1,7 @@
 //! `BusActor`: the process-wide event stream. It stamps every event with the next cursor
-//! (from 1, never reused in a run), keeps the newest `capacity` events for `since`
-//! replay, and fans them out to subscribers.
+//! (never reused in a control dir, even across a crash: [`CURSOR_FILE`] holds a reserved
+//! high-water mark and a daemon starts above it), keeps the newest `capacity` events for
+//! `since` replay, and fans them out to subscribers.
 //!
 //! The ring keeps each event encoded, in one allocation (~350 B), and decodes it only to
 //! replay it: 10,000 live `StreamEvent`s took ~8.6 MiB in ~100,000 small allocations, which
@@ -121,17 +122,61 @@ struct Subscriber {
     charge: Arc<Charge>,
 }
 
+/// The file holding the cursor high-water mark: every cursor ever issued in this control dir
+/// is at most the number in it.
+pub const CURSOR_FILE: &str = "bus.cursor";
+/// Cursors reserved per write of [`CURSOR_FILE`] (one write and fsync per this many events).
+const CURSOR_BLOCK: u64 = 65_536;
+
+/// What the bus starts with.
+pub struct BusArgs {
+    /// Events retained for `since` replay.
+    pub capacity: usize,
+    /// Live-object counters.
+    pub stats: Arc<Stats>,
+    /// Where [`CURSOR_FILE`] lives (`None`: cursors start at 1 and nothing is written).
+    pub dir: Option<crate::control_dir::ControlDir>,
+}
+
 /// Bus state.
 pub struct BusState {
     capacity: usize,
     ring: VecDeque<Retained>,
     last_cursor: u64,
+    /// Cursors up to this one are reserved on disk; stamping past it writes a new
+    /// reservation first, so a daemon that dies never issued a cursor the next one reuses.
+    reserved: u64,
+    dir: Option<crate::control_dir::ControlDir>,
     subscribers: Vec<Subscriber>,
     next_id: u64,
     stats: Arc<Stats>,
 }
 
 impl BusState {
+    /// Reserve cursors through `last_cursor + CURSOR_BLOCK` in [`CURSOR_FILE`] (temp file,
+    /// fsync, rename). A failed write is logged and retried at the next block: events keep
+    /// flowing, but a crash before a write succeeds may let the next daemon reuse cursors.
+    fn reserve(&mut self) {
+        let next = self.last_cursor + CURSOR_BLOCK;
+        if let Some(dir) = &self.dir {
+            let written = tokio::task::block_in_place(|| {
+                dir.write_private(CURSOR_FILE, format!("{next}\n").as_bytes())
+            });
+            if let Err(e) = written {
+                tracing::error!(error = %e, "cannot reserve bus cursors on disk");
+            }
+        }
+        self.reserved = next;
+    }
+
+    /// The high-water mark an earlier daemon left, 0 if none (or unreadable).
+    fn high_water(dir: &crate::control_dir::ControlDir) -> u64 {
+        match crate::control_dir::read_regular_bounded(&dir.path().join(CURSOR_FILE), 32, false) {
+            Ok(Some(bytes)) => String::from_utf8_lossy(&bytes).trim().parse().unwrap_or(0),
+            _ => 0,
+        }
+    }
+
     /// The next replay batch after `after` through `through`.
     fn replay(&self, filter: &StreamFilter, after: u64, through: u64) -> Batch {
         let mut batch = Batch {
@@ -208,21 +253,31 @@ impl Subscriber {
 impl Actor for BusActor {
     type Msg = BusMsg;
     type State = BusState;
-    type Arguments = (usize, Arc<Stats>);
+    type Arguments = BusArgs;
 
     async fn pre_start(
         &self,
         _myself: ActorRef<BusMsg>,
-        (capacity, stats): (usize, Arc<Stats>),
+        BusArgs {
+            capacity,
+            stats,
+            dir,
+        }: BusArgs,
     ) -> Result<BusState, ActorProcessingErr> {
-        Ok(BusState {
+        // Cursors never go back: start above every one an earlier daemon may have issued.
+        let start = dir.as_ref().map_or(0, BusState::high_water);
+        let mut state = BusState {
             capacity: capacity.max(1),
             ring: VecDeque::new(),
-            last_cursor: 0,
+            last_cursor: start,
+            reserved: start,
+            dir,
             subscribers: Vec::new(),
             next_id: 0,
             stats,
-        })
+        };
+        state.reserve();
+        Ok(state)
     }
 
     async fn handle(
@@ -234,6 +289,9 @@ impl Actor for BusActor {
         match msg {
             BusMsg::Publish(draft) => {
                 let mut event = *draft;
+                if state.last_cursor >= state.reserved {
+                    state.reserve();
+                }
                 state.last_cursor += 1;
                 event.cursor = state.last_cursor;
                 event.schema = STREAM_SCHEMA;

@@ -15,6 +15,8 @@ pub const SOCKET_FILE: &str = "control.sock";
 pub const TOKEN_FILE: &str = "token";
 /// Pid of the running daemon.
 pub const PID_FILE: &str = "daemon.pid";
+/// Pid of the keeper that runs the daemon (`daemon.pid` names the daemon itself).
+pub const KEEPER_PID_FILE: &str = "keeper.pid";
 /// Log file of a detached daemon.
 pub const LOG_FILE: &str = "daemon.log";
 /// Lock file: held (`flock`) by the running daemon for its whole life.

@@ -32,6 +32,9 @@ pub struct DaemonConfig {
     pub audit: crate::audit_log::AuditLimits,
     /// Bytes the answers of screen reads in flight may hold together.
     pub screen_read_bytes: usize,
+    /// The descriptor of this daemon's link to its keeper (`maxx daemon --keeper-fd`), if it
+    /// runs under one: the survivors are read from it before anything is served.
+    pub keeper_fd: Option<std::os::fd::RawFd>,
 }
 
 /// Why the daemon could not start or stopped abnormally.
@@ -167,6 +170,12 @@ pub async fn run(
     let mut int = signal(SignalKind::interrupt())?;
     // SIGHUP reads the policy file again (as `daemon.reload`); the daemon keeps running.
     let mut hup = signal(SignalKind::hangup())?;
+    // Under a keeper, SIGUSR2 is `maxx daemon upgrade` (the keeper forwards it): hand the
+    // sessions over to the next daemon instead of ending them.
+    let mut usr2 = match config.keeper_fd {
+        Some(_) => Some(signal(SignalKind::user_defined2())?),
+        None => None,
+    };
     let socket_path = dir.socket_path();
     match std::fs::symlink_metadata(&socket_path) {
         Ok(meta) => {
@@ -182,7 +191,25 @@ pub async fn run(
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(e.into()),
     }
-    let token = dir.write_new_token()?;
+    // The keeper's handoff comes before the tree: the restored records are matched against it.
+    let (keeper, handoff) = match config.keeper_fd {
+        Some(fd) => {
+            let (keeper, handoff) = crate::keeper_link::Keeper::connect(fd).await?;
+            (Some(keeper), Some(handoff))
+        }
+        None => (None, None),
+    };
+    // A new token at every start, except for a daemon replacing one that died under the
+    // same keeper: its callers never saw a stop, and keep the token they read.
+    let kept_token = handoff
+        .as_ref()
+        .filter(|h| h.daemons_before > 0)
+        .and_then(|_| dir.read_token().ok())
+        .filter(|t| t.len() == 64 && t.bytes().all(|b| b.is_ascii_hexdigit()));
+    let token = match kept_token {
+        Some(token) => token,
+        None => dir.write_new_token()?,
+    };
     let listener = UnixListener::bind(&socket_path)?;
     std::fs::set_permissions(&socket_path, std::fs::Permissions::from_mode(0o600))?;
     // The socket this daemon created, so that it only ever removes that one.
@@ -200,6 +227,7 @@ pub async fn run(
             screen_read_limit: crate::stats::ScreenReadLimit(config.screen_read_bytes),
             ..Default::default()
         }),
+        keeper: keeper.clone(),
     });
     let (root, root_handle) = Actor::spawn(
         Some("root".into()),
@@ -216,18 +244,32 @@ pub async fn run(
             max_long_lived: config.max_long_lived,
             profiles_path: crate::profiles::profiles_path(),
             policy_path: crate::policy::policy_path(),
+            handoff,
         },
     )
     .await
     .map_err(|e| DaemonError::Failed(e.to_string()))?;
     tracing::info!(control_dir = %dir.path().display(), pid = std::process::id(), "maxx daemon ready");
     on_ready(&dir);
+    if let Some(keeper) = &keeper {
+        keeper.ready();
+    }
 
     let mut root_handle = root_handle;
     let vanished = control_dir_vanished(dir.path());
     tokio::pin!(vanished);
+    let handover = async {
+        match usr2.as_mut() {
+            Some(usr2) => {
+                usr2.recv().await;
+            }
+            None => std::future::pending::<()>().await,
+        }
+    };
+    tokio::pin!(handover);
     let result = loop {
         break tokio::select! {
+            _ = &mut handover => hand_over().await,
             _ = term.recv() => { tracing::info!("SIGTERM: stopping"); Ok(()) }
             _ = int.recv() => { tracing::info!("SIGINT: stopping"); Ok(()) }
             _ = hup.recv() => {
@@ -243,6 +285,10 @@ pub async fn run(
             _ = &mut root_handle => Err(DaemonError::Failed("the actor tree stopped".into())),
         };
     };
+    // Whatever the reason, this path ends every session: the keeper must not restart us.
+    if let Some(keeper) = &keeper {
+        keeper.stopping().await;
+    }
     // Fold the journal into registry.json before the tree goes away.
     if let Some(cell) = ractor::registry::where_is("persistence") {
         let persist: ractor::ActorRef<crate::persistence::PersistMsg> = cell.into();
@@ -290,6 +336,25 @@ pub async fn run(
     let _ = std::fs::remove_file(dir.path().join(PID_FILE));
     drop(_lock);
     result
+}
+
+/// `maxx daemon upgrade`: fold the journal (every acknowledged change is already in it; the
+/// fold only saves the next daemon a replay) and exit at once, without ending any session:
+/// the keeper, which holds every master and is about to be every child's parent, hands them
+/// to the daemon it starts from the binary on disk. Requests and streams in flight are cut
+/// (the CLI reports `daemon_restarted`); `Stopping` is never sent.
+async fn hand_over() -> ! {
+    tracing::warn!("SIGUSR2: handing the sessions over to a new daemon (upgrade)");
+    if let Some(cell) = ractor::registry::where_is("persistence") {
+        let persist: ractor::ActorRef<crate::persistence::PersistMsg> = cell.into();
+        let _ = persist
+            .call(
+                crate::persistence::PersistMsg::Flush,
+                Some(std::time::Duration::from_secs(30)),
+            )
+            .await;
+    }
+    std::process::exit(0)
 }
 
 /// Resolves when the control dir or its socket is deleted or moved away (inotify, no

@@ -36,7 +36,8 @@
 //! Where each method is decoded, authorized and applied, and how to add one:
 //! `docs/architecture.md`. Entry point: [`daemon::run`]. Control dir checks: [`control_dir`]. A session's audit log,
 //! kept encoded and shared with the durable copy: [`audit_log`]. Handing freed memory back
-//! after a burst: [`memory`].
+//! after a burst: [`memory`]. Outside the tree: the daemon's link to the keeper process that
+//! runs it, and re-adoption of the programs that outlived a dead daemon: [`keeper_link`].
 
 pub mod answers;
 pub mod audit_log;
@@ -46,6 +47,7 @@ pub mod context;
 pub mod control_dir;
 pub mod daemon;
 pub mod grid;
+pub mod keeper_link;
 pub mod listener;
 pub mod memory;
 pub mod persistence;

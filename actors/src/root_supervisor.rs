@@ -44,6 +44,101 @@ pub struct RootArgs {
     pub profiles_path: Option<PathBuf>,
     /// The capability policy file.
     pub policy_path: Option<PathBuf>,
+    /// What the keeper handed over at start (`None`: no keeper).
+    pub handoff: Option<crate::keeper_link::Handoff>,
+}
+
+/// The survivors the keeper handed over, by session, until a record proves one its own.
+struct Survivors(std::collections::HashMap<String, Vec<crate::keeper_link::Survivor>>);
+
+impl Survivors {
+    fn new(handoff: Option<crate::keeper_link::Handoff>) -> Survivors {
+        let mut by_session = std::collections::HashMap::<String, Vec<_>>::new();
+        for s in handoff.map(|h| h.survivors).unwrap_or_default() {
+            by_session.entry(s.session_id.clone()).or_default().push(s);
+        }
+        Survivors(by_session)
+    }
+
+    /// The survivor that is `record`'s own program ([`crate::keeper_link::proof::check`]),
+    /// if one is. Refused ones stay behind to be released.
+    fn prove(
+        &mut self,
+        record: &crate::persistence::Record,
+        last: crate::keeper_link::proof::LastSeen,
+    ) -> Option<crate::keeper_link::Survivor> {
+        let candidates = self.0.get_mut(&record.session.session_id)?;
+        let mut found = None;
+        for (i, s) in candidates.iter().enumerate() {
+            match crate::keeper_link::proof::check(&record.session, last, s) {
+                Ok(()) => {
+                    found = Some(i);
+                    break;
+                }
+                Err(why) => tracing::warn!(
+                    session_id = %record.session.session_id,
+                    surface_id = %s.surface_id,
+                    %why,
+                    "a survivor was not re-adopted"
+                ),
+            }
+        }
+        found.map(|i| candidates.swap_remove(i))
+    }
+
+    /// Tell the keeper to drop (and end) every survivor left; how many.
+    fn release(self, keeper: Option<&crate::keeper_link::Keeper>) -> usize {
+        let mut n = 0;
+        for s in self.0.into_values().flatten() {
+            tracing::warn!(session_id = %s.session_id, surface_id = %s.surface_id, pid = s.pid, "a survivor with no record of its own is released");
+            if let Some(k) = keeper {
+                k.close(&s.surface_id);
+            }
+            n += 1;
+        }
+        n
+    }
+}
+
+/// What a recovery did, for the `daemon.recovered` event.
+#[derive(Default)]
+struct Recovered {
+    readopted: usize,
+    exited_while_down: usize,
+    detached: usize,
+    released: usize,
+}
+
+impl Recovered {
+    /// `daemon.recovered`: a mechanical event about the daemon itself (`resource_kind`
+    /// `daemon`, no session).
+    fn event(&self, daemons_before: u32) -> maxx_protocol::stream::StreamEvent {
+        maxx_protocol::stream::StreamEvent {
+            schema: maxx_protocol::stream::STREAM_SCHEMA,
+            cursor: 0,
+            seq: None,
+            source_kind: maxx_protocol::stream::SourceKind::Maxx,
+            kind: maxx_protocol::audit::AuditKind::Lifecycle
+                .as_str()
+                .to_string(),
+            name: Some("daemon.recovered".into()),
+            source: "maxx".into(),
+            message: None,
+            payload: Some(serde_json::json!({
+                "readopted": self.readopted,
+                "exited_while_down": self.exited_while_down,
+                "detached": self.detached,
+                "released": self.released,
+                "daemons_before": daemons_before,
+            })),
+            created_at: maxx_protocol::time::now_rfc3339(),
+            resource_kind: "daemon".into(),
+            session_id: String::new(),
+            surface_id: String::new(),
+            group: None,
+            pid: None,
+        }
+    }
 }
 
 /// No messages besides supervision events.
@@ -78,7 +173,7 @@ impl Actor for RootSupervisor {
             Some("persistence".into()),
             PersistenceActor,
             PersistArgs {
-                dir: args.dir,
+                dir: args.dir.clone(),
                 fsync: args.fsync,
                 stats: args.spawn.stats.clone(),
                 retain: args.retain_records,
@@ -96,7 +191,11 @@ impl Actor for RootSupervisor {
         let (bus, _) = Actor::spawn_linked(
             Some("bus".into()),
             BusActor,
-            (args.bus_capacity, args.spawn.stats.clone()),
+            crate::bus::BusArgs {
+                capacity: args.bus_capacity,
+                stats: args.spawn.stats.clone(),
+                dir: Some(args.dir.clone()),
+            },
             cell.clone(),
         )
         .await?;
@@ -131,19 +230,48 @@ impl Actor for RootSupervisor {
         };
         let restored_count = restored.len();
         let starter = sessions.get_derived();
-        for record in restored {
+        let recovery = args.handoff.as_ref().map(|h| h.daemons_before);
+        let mut survivors = Survivors::new(args.handoff);
+        let mut counts = Recovered::default();
+        for (record, last) in restored {
             let session_id = record.session.session_id.clone();
-            let start = SessionStart::Restored(Box::new(record));
+            let start = match survivors.prove(&record, last) {
+                Some(survivor) => {
+                    counts.readopted += 1;
+                    counts.exited_while_down += usize::from(survivor.status.is_some());
+                    SessionStart::Readopted(Box::new(record), Box::new(survivor))
+                }
+                None => {
+                    counts.detached += 1;
+                    SessionStart::Restored(Box::new(record))
+                }
+            };
             let timeout = std::time::Duration::from_secs(60);
             if let Err(e) = StartSession::ask(&starter, session_id.clone(), start, timeout).await {
                 tracing::error!(session_id, error = %e, "could not restore a session record");
             }
         }
+        // Survivors no record claims are not guessed at: the keeper drops their masters and
+        // ends them.
+        counts.released = survivors.release(args.spawn.keeper.as_ref());
         if restored_count > 0 {
             tracing::info!(
                 restored = restored_count,
-                "session records restored (detached)"
+                readopted = counts.readopted,
+                "session records restored"
             );
+        }
+        if let Some(daemons_before) = recovery.filter(|n| *n > 0) {
+            tracing::warn!(
+                readopted = counts.readopted,
+                exited_while_down = counts.exited_while_down,
+                detached = counts.detached,
+                released = counts.released,
+                "took the sessions over from the previous daemon (it died, or handed them over for an upgrade)"
+            );
+            let _ = bus.cast(crate::bus::BusMsg::Publish(Box::new(
+                counts.event(daemons_before),
+            )));
         }
         let ctx = Arc::new(DaemonContext {
             token: args.token,

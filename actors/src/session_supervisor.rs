@@ -316,6 +316,7 @@ mod tests {
                 control_dir: std::env::temp_dir(),
                 bin_dir: None,
                 stats: stats.clone(),
+                keeper: None,
             }),
         };
         let (sup, _) = Actor::spawn(None, SessionSupervisor, args).await.unwrap();

@@ -176,7 +176,7 @@ pub fn run(cfg: &Cfg) -> R<(Vec<Row>, Value)> {
         }
         if !fsync {
             // kill -9, restart, check every last acknowledged value survived.
-            daemon.stop_with(libc::SIGKILL);
+            daemon.crash()?;
             // Keep the files as the crash left them, as evidence should the check fail.
             let evidence = crate::util::TempDir::new("maxx-bench-kill9-")?;
             for f in ["registry.json", "registry.journal"] {

@@ -13,6 +13,7 @@ mod fanout;
 mod group;
 mod maxx;
 mod queries;
+mod recovery;
 mod scale;
 mod spawn;
 mod throughput;
@@ -213,7 +214,7 @@ fn print_targets(rows: &[Row]) {
     }
 }
 
-const ALL: [&str; 7] = [
+const ALL: [&str; 8] = [
     "spawn",
     "throughput",
     "scale",
@@ -221,6 +222,7 @@ const ALL: [&str; 7] = [
     "durable",
     "fanout",
     "queries",
+    "recovery",
 ];
 
 fn usage() -> ! {
@@ -330,6 +332,7 @@ fn main() {
             "durable" => durable::run(&cfg),
             "fanout" => fanout::run(&cfg),
             "queries" => queries::run(&cfg),
+            "recovery" => recovery::run(&cfg),
             _ => unreachable!(),
         };
         match res {

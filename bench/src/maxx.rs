@@ -182,11 +182,12 @@ impl Daemon {
         self.child = Some(child);
         let sock = self.client.sock.clone();
         let token_path = self.control.join("token");
+        let pid_path = self.control.join("daemon.pid");
         wait_until(
             "the daemon socket",
             Duration::from_secs(15),
             Duration::from_millis(2),
-            || token_path.exists() && UnixStream::connect(&sock).is_ok(),
+            || token_path.exists() && pid_path.exists() && UnixStream::connect(&sock).is_ok(),
         )?;
         self.client.token = std::fs::read_to_string(&token_path)?.trim().to_string();
         // One request so lazily initialised state is in place before anything is measured.
@@ -243,8 +244,42 @@ impl Daemon {
         }
     }
 
+    /// The daemon serving the socket (`daemon.pid`): `maxx daemon` is a keeper process that
+    /// runs the daemon as its child, so the child this harness holds is the keeper.
     pub fn pid(&self) -> u32 {
+        std::fs::read_to_string(self.control.join("daemon.pid"))
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// The keeper (the process this harness started).
+    pub fn keeper_pid(&self) -> u32 {
         self.child.as_ref().map(|c| c.id()).unwrap_or(0)
+    }
+
+    /// What kill -9 of the daemon meant before the keeper: kill -9 the keeper, then the
+    /// daemon (so nothing restarts it), and wait until its lock is free.
+    pub fn crash(&mut self) -> R<()> {
+        self.stop_perf();
+        let daemon = self.pid();
+        if let Some(mut keeper) = self.child.take() {
+            unsafe { libc::kill(keeper.id() as i32, libc::SIGKILL) };
+            let _ = keeper.wait();
+        }
+        unsafe { libc::kill(daemon as i32, libc::SIGKILL) };
+        let lock = self.control.join("daemon.lock");
+        wait_until(
+            "the killed daemon's lock to be free",
+            Duration::from_secs(10),
+            Duration::from_millis(2),
+            || {
+                use std::os::fd::AsRawFd;
+                std::fs::File::open(&lock).is_ok_and(|f| unsafe {
+                    libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0
+                })
+            },
+        )
     }
 
     /// The CLI against this daemon.

@@ -28,6 +28,10 @@ pub enum ErrorCode {
     Internal,
     /// `no_daemon`: client-side only; no daemon answered at the socket.
     NoDaemon,
+    /// `daemon_restarted`: client-side only; the daemon serving a request or stream died
+    /// before it answered (or ended the stream), and its keeper is starting a new one. A
+    /// change may or may not have been applied: read before retrying it (CLI exit 3).
+    DaemonRestarted,
     /// `timeout`: `sessions.run` spent its budget (CLI exit 125), or the daemon did not
     /// answer the CLI in time.
     Timeout,
@@ -79,6 +83,7 @@ impl ErrorCode {
             ErrorCode::TooLarge => "too_large",
             ErrorCode::Internal => "internal",
             ErrorCode::NoDaemon => "no_daemon",
+            ErrorCode::DaemonRestarted => "daemon_restarted",
             ErrorCode::Timeout => "timeout",
             ErrorCode::PersistenceFailed => "persistence_failed",
             ErrorCode::ForegroundBusy => "foreground_busy",
@@ -142,6 +147,10 @@ impl ErrorCode {
             ErrorCode::UnsafeControlDir => {
                 "fix it as the message says (maxx never repairs a control dir), or point \
                  MAXX_CONTROL_DIR at a fresh path"
+            }
+            ErrorCode::DaemonRestarted => {
+                "a new daemon took over: read the record to see whether the change was applied, \
+                 then retry (a wait or watch: open it again, with --since for a stream)"
             }
         }
     }

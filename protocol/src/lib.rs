@@ -16,6 +16,7 @@
 //! - [`screen`]: screen readback documents (snapshot, run, resize).
 //! - [`keys`]: `send-keys` names and their encoding.
 //! - [`selector`]: how a caller names a session (id, id prefix, `%title`).
+//! - [`keeper`]: the packets between the keeper process and the daemon it runs.
 //! - [`limits`]: every bound the seed and the brief fix, as named constants.
 //! - [`duration`]: `30s`, `5m`, `1h`, a bare number = seconds.
 //! - [`time`]: RFC 3339 timestamps.
@@ -25,6 +26,7 @@ pub mod capability;
 pub mod duration;
 pub mod envelope;
 pub mod error;
+pub mod keeper;
 pub mod keys;
 pub mod limits;
 pub mod request;

@@ -102,6 +102,10 @@ pub struct DaemonArgs {
     /// Internal: this process is the detached daemon.
     #[arg(long, hide = true)]
     pub detached_child: bool,
+    /// Internal: this process is the daemon proper, started by the keeper, with its link to
+    /// the keeper at this descriptor.
+    #[arg(long, hide = true, value_name = "FD")]
+    pub keeper_fd: Option<i32>,
 }
 
 #[derive(Args, Debug)]
@@ -126,6 +130,9 @@ pub enum DaemonAction {
     Reload,
     /// The daemon's version, pid, control dir and session counts (as `maxx status`).
     Status(super::StatusArgs),
+    /// Replace the running daemon with the `maxx` binary now on disk, every session kept
+    /// running (SIGUSR2 to its keeper); print the old and new daemon pids.
+    Upgrade,
 }
 
 #[derive(Args, Debug)]

@@ -50,13 +50,17 @@ pub fn wait_for<T>(what: &str, timeout: Duration, mut cond: impl FnMut() -> Opti
     }
 }
 
-/// A daemon running in the foreground on its own temp control dir.
+/// A daemon running in the foreground on its own temp control dir. `maxx daemon` is the
+/// keeper (the child this harness holds), which runs the daemon proper as its child: `pid()`
+/// is the daemon serving the socket (`daemon.pid`), `keeper_pid()` the keeper.
 pub struct Daemon {
     pub tmp: tempfile::TempDir,
     pub control: PathBuf,
     child: Option<Child>,
     extra: Vec<String>,
     env: Vec<(String, String)>,
+    /// The binary `maxx daemon` runs from (the keeper's path on disk).
+    bin: PathBuf,
     /// For `MAXX_TEST_FIGURES`: when the first daemon process started, how many were
     /// started, and the highest peak RSS among those that stopped.
     started: Instant,
@@ -85,6 +89,32 @@ impl Daemon {
         Daemon::launched(tmp, control, Vec::new(), Vec::new())
     }
 
+    /// Start a daemon whose keeper runs from a hard link to the binary at `bin/maxx` in the
+    /// test's dir, so a test can replace "the binary on disk" (`maxx daemon upgrade`).
+    pub fn start_linked() -> Daemon {
+        let tmp = tempfile::Builder::new().prefix("maxx-t").tempdir().unwrap();
+        let control = tmp.path().join("ctl");
+        let bin = tmp.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        let linked = bin.join("maxx");
+        if std::fs::hard_link(maxx_bin(), &linked).is_err() {
+            std::fs::copy(maxx_bin(), &linked).unwrap();
+        }
+        let mut d = Daemon {
+            tmp,
+            control,
+            child: None,
+            extra: Vec::new(),
+            env: Vec::new(),
+            bin: linked,
+            started: Instant::now(),
+            launches: 0,
+            peak_kib: 0,
+        };
+        d.launch();
+        d
+    }
+
     /// Start a daemon with extra environment (e.g. a profiles file).
     pub fn start_with_env(env: &[(&str, String)]) -> Daemon {
         let tmp = tempfile::Builder::new().prefix("maxx-t").tempdir().unwrap();
@@ -106,6 +136,7 @@ impl Daemon {
             tmp,
             control,
             child: None,
+            bin: PathBuf::from(maxx_bin()),
             extra,
             env,
             started: Instant::now(),
@@ -137,7 +168,7 @@ impl Daemon {
             )
             .unwrap();
         }
-        let child = Command::new(maxx_bin())
+        let child = Command::new(&self.bin)
             .args(["daemon", "--log-level", "warn"])
             .args(&self.extra)
             .env("MAXX_CONTROL_DIR", &self.control)
@@ -157,15 +188,74 @@ impl Daemon {
         wait_for("the daemon socket", Duration::from_secs(10), || {
             UnixStream::connect(&sock).ok()
         });
+        // The socket is bound a moment before daemon.pid is written.
+        wait_for("daemon.pid", Duration::from_secs(10), || {
+            self.daemon_pid().filter(|p| process_alive(*p))
+        });
     }
 
-    /// Stop the daemon with `sig` and wait for it to exit.
+    /// Stop with `sig` sent to the keeper (the process `maxx daemon` is), which stops the
+    /// daemon and ends the sessions on SIGTERM, SIGINT and SIGHUP; wait for it to exit with
+    /// the daemon's status. A crash is [`Daemon::crash`].
     pub fn stop_with(&mut self, sig: i32) -> std::process::ExitStatus {
+        assert_ne!(
+            sig,
+            libc::SIGKILL,
+            "use crash(): SIGKILL to the keeper alone leaves the daemon"
+        );
+        if let Some(pid) = self.daemon_pid() {
+            self.note_peak(pid);
+        }
         let mut child = self.child.take().expect("daemon running");
-        self.note_peak(child.id());
         // SAFETY: signalling our own child.
         unsafe { libc::kill(child.id() as i32, sig) };
         child.wait().unwrap()
+    }
+
+    /// What kill -9 of the daemon did before the keeper existed: kill -9 the keeper and then
+    /// the daemon, so nothing restarts it and every PTY master closes (the sessions' programs
+    /// are hung up). Returns once both are gone.
+    pub fn crash(&mut self) {
+        let daemon = self.daemon_pid().expect("a daemon pid");
+        self.note_peak(daemon);
+        let mut keeper = self.child.take().expect("daemon running");
+        // SAFETY: signalling our own child, then the daemon it started.
+        unsafe { libc::kill(keeper.id() as i32, libc::SIGKILL) };
+        keeper.wait().unwrap();
+        unsafe { libc::kill(daemon as i32, libc::SIGKILL) };
+        self.wait_lock_free();
+    }
+
+    /// Wait until no process holds the control dir's lock: a daemon killed by a signal has
+    /// let go of its descriptors only once its last thread is gone (its leader shows as a
+    /// zombie before that, and it is not our child to wait for).
+    pub fn wait_lock_free(&self) {
+        use std::os::fd::AsRawFd;
+        let lock = self.control.join("daemon.lock");
+        wait_for(
+            "the daemon's lock to be free",
+            Duration::from_secs(10),
+            || {
+                let file = std::fs::File::open(&lock).ok()?;
+                // SAFETY: flock on a descriptor we own; released when the file closes.
+                let got = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+                (got == 0).then_some(())
+            },
+        );
+    }
+
+    /// The daemon's pid as `daemon.pid` names it now.
+    pub fn daemon_pid(&self) -> Option<u32> {
+        std::fs::read_to_string(self.control.join("daemon.pid"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    }
+
+    /// The keeper's pid (the `maxx daemon` process this harness started).
+    pub fn keeper_pid(&self) -> u32 {
+        self.child.as_ref().unwrap().id()
     }
 
     /// Start the daemon again on the same control dir.
@@ -325,14 +415,15 @@ impl Daemon {
         }
     }
 
-    /// Pid of the daemon process.
+    /// Pid of the daemon process (the one serving the socket).
     pub fn pid(&self) -> u32 {
-        self.child.as_ref().unwrap().id()
+        self.daemon_pid().expect("daemon.pid names the daemon")
     }
 
-    /// Whether the daemon process is still running.
+    /// Whether the keeper and the daemon it ran at this call are still running.
     pub fn alive(&mut self) -> bool {
         matches!(self.child.as_mut().unwrap().try_wait(), Ok(None))
+            && self.daemon_pid().is_some_and(process_alive)
     }
 }
 
@@ -353,7 +444,8 @@ impl Daemon {
 
 impl Drop for Daemon {
     fn drop(&mut self) {
-        if let Some(pid) = self.child.as_ref().map(Child::id) {
+        let daemon = self.daemon_pid();
+        if let Some(pid) = daemon {
             self.note_peak(pid);
         }
         if std::env::var_os("MAXX_TEST_FIGURES").is_some() {
@@ -372,13 +464,38 @@ impl Drop for Daemon {
             let deadline = Instant::now() + Duration::from_secs(5);
             while Instant::now() < deadline {
                 if let Ok(Some(_)) = child.try_wait() {
-                    return;
+                    break;
                 }
                 std::thread::sleep(Duration::from_millis(10));
             }
             let _ = child.kill();
             let _ = child.wait();
         }
+        // A daemon whose keeper is gone (a test killed it, or it did not stop in time) is
+        // not left behind: stopped cleanly if it can be, else killed.
+        if let Some(pid) = daemon.filter(|p| process_alive(*p)) {
+            // SAFETY: the daemon our keeper started.
+            unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while process_alive(pid) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            if process_alive(pid) {
+                // SAFETY: as above.
+                unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            }
+        }
+    }
+}
+
+/// Whether `pid` runs (a zombie has ended).
+pub fn process_alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rfind(')')
+            .and_then(|i| stat[i + 1..].split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X"),
+        Err(_) => false,
     }
 }
 

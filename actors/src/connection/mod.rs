@@ -442,8 +442,18 @@ async fn serve(stream: &mut UnixStream, ctx: &DaemonContext) -> Option<Outgoing>
         },
         Call::Daemon(DaemonCall::Whoami) => whoami(stream, &caller, claimed_source, ctx).await,
         Call::Daemon(DaemonCall::Stop) => {
-            let mut response =
-                Response::ok(json!({"stopping": true, "pid": std::process::id()})).with_id(id);
+            // The keeper (if any) ends with it: the CLI waits for both.
+            let keeper = ctx
+                .spawn
+                .keeper
+                .as_ref()
+                .map(crate::keeper_link::Keeper::status);
+            let mut response = Response::ok(json!({
+                "stopping": true,
+                "pid": std::process::id(),
+                "keeper": keeper,
+            }))
+            .with_id(id);
             response.warnings = warnings;
             return Some(Outgoing::Stop(response));
         }

@@ -378,6 +378,7 @@ async fn status(ctx: &DaemonContext) -> Result<Value, ErrorBody> {
         "bus_cursor": cursor,
         "policy": policy,
         "registry_unreadable": ctx.spawn.stats.registry_unreadable.get(),
+        "keeper": ctx.spawn.keeper.as_ref().map(crate::keeper_link::Keeper::status),
     }))
 }
 

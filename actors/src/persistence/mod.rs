@@ -104,8 +104,9 @@ pub enum PersistMsg {
     /// The registry dropped these records by retention (closed/archived, dormant, oldest):
     /// forget them, so a restart does not bring back what the live daemon no longer shows.
     Drop(Vec<String>),
-    /// Hand over the records restored at start (once).
-    TakeRestored(RpcReplyPort<Vec<Record>>),
+    /// Hand over the records restored at start (once), detached, each with what it said
+    /// before (for re-adoption by proof).
+    TakeRestored(RpcReplyPort<Vec<(Record, crate::keeper_link::proof::LastSeen)>>),
     /// The durable copy of one record (to recover a failed session actor).
     Get(String, RpcReplyPort<Option<Record>>),
     /// Fold the journal into a snapshot now (clean shutdown).
@@ -136,7 +137,7 @@ pub struct PersistState {
     /// The durable copy of every record, encoded (what a fold writes, and what recovers a
     /// failed session actor).
     records: HashMap<String, Stored>,
-    restored: Option<Vec<Record>>,
+    restored: Option<Vec<(Record, crate::keeper_link::proof::LastSeen)>>,
     journal: Option<File>,
     /// Length of the journal file up to its last complete line: a failed write is cut back
     /// to here, so a torn line never sits in front of later ones.
@@ -289,13 +290,19 @@ impl Actor for PersistenceActor {
         // before that, and nothing is written before this load ran.
         tokio::task::block_in_place(|| {
             let records: Vec<Record> = state.load().into_values().collect();
-            let restored: Vec<Record> = apply_retention(records, SystemTime::now(), state.retain)
+            let restored: Vec<_> = apply_retention(records, SystemTime::now(), state.retain)
                 .into_iter()
-                .map(detach)
+                .map(|r| {
+                    let last = crate::keeper_link::proof::LastSeen {
+                        lifecycle: r.session.lifecycle,
+                        pid: r.session.pid,
+                    };
+                    (detach(r), last)
+                })
                 .collect();
             state.records = restored
                 .iter()
-                .filter_map(|r| Some((r.session.session_id.clone(), Stored::from_record(r)?)))
+                .filter_map(|(r, _)| Some((r.session.session_id.clone(), Stored::from_record(r)?)))
                 .collect();
             state.restored = Some(restored);
             // A failed first fold (full disk) keeps registry.json and the journal as they

@@ -14,27 +14,39 @@
 //! Input is queued to the pump and written when the master is writable, so a child that
 //! does not read its input can never block the actor.
 //!
+//! A `Pty` is made either by spawning ([`Pty::spawn`]: the daemon's own child, reaped by the
+//! daemon) or by re-adopting a survivor the keeper handed over ([`Pty::adopt`]: the keeper's
+//! child, whose exit status the keeper reports and whose group the keeper ends). Both wrap
+//! the master descriptor directly; portable-pty only opens the pair.
+//!
 //! Layout: this file holds [`Pty`] and its pump; `spawn.rs` starts the child on the tty;
-//! `group.rs` ends the session's process group and tracks the groups still being ended.
+//! `group.rs` ends the session's process group and tracks the groups still being ended;
+//! `master.rs` the master's ioctls.
 
 mod group;
+mod master;
 mod spawn;
 
 pub use group::wait_for_reapers;
 
 use group::{end_group, parent_pid, Reaper};
+use master::Master;
 use spawn::{set_iutf8, spawn_on_tty};
+
+use crate::keeper_link::Keeper;
+use maxx_protocol::keeper::ChildStatus;
 
 use crate::screen::ScreenEvent;
 use crate::screen_model::{Drained, ScreenModel};
 use nix::sys::signal::{killpg, Signal};
 use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
-use portable_pty::{native_pty_system, MasterPty, PtySize};
+use portable_pty::{native_pty_system, PtySize};
 use std::collections::VecDeque;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::sync::Arc;
 use tokio::io::unix::AsyncFd;
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
@@ -83,7 +95,41 @@ pub enum ExitInfo {
     Code(i32),
     /// Killed by a signal, e.g. `SIGKILL`.
     Signal(String),
+    /// It ended, but nobody could say how: a re-adopted child whose keeper is gone (its
+    /// status went to whoever reaped it).
+    Unknown,
 }
+
+impl From<ChildStatus> for ExitInfo {
+    fn from(status: ChildStatus) -> ExitInfo {
+        match status {
+            ChildStatus::Code(c) => ExitInfo::Code(c),
+            ChildStatus::Signal(n) => ExitInfo::Signal(match Signal::try_from(n) {
+                Ok(sig) => sig.as_str().to_string(),
+                Err(_) => format!("SIG{n}"),
+            }),
+        }
+    }
+}
+
+/// Who the child's parent is, which decides who reaps it and who ends its group.
+enum Parent {
+    /// The daemon spawned it: the daemon reaps it (pidfd + `waitid`) and ends its group.
+    Daemon,
+    /// A survivor re-adopted from the keeper, which is its parent: the keeper reaps it and
+    /// reports the status (kept here by the pump), and ends its group on `Close`.
+    Keeper(Arc<std::sync::Mutex<Option<ExitInfo>>>),
+}
+
+/// The keeper holding a duplicate of this master, and the surface it is filed under.
+struct Kept {
+    keeper: Keeper,
+    surface_id: String,
+}
+
+/// Resolves when the child has exited: `None` for the daemon's own child (read the status
+/// with `waitid`), the status for a keeper's child.
+type ChildGone = Pin<Box<dyn std::future::Future<Output = Option<ExitInfo>> + Send>>;
 
 struct InputChunk {
     bytes: Vec<u8>,
@@ -98,8 +144,11 @@ pub struct Pty {
     input: mpsc::UnboundedSender<InputChunk>,
     /// Bytes queued for the child and not yet written (bounded by [`INPUT_QUEUE_MAX`]).
     queued: Arc<std::sync::atomic::AtomicUsize>,
-    master: Box<dyn MasterPty + Send>,
+    master: Master,
     pid: u32,
+    parent: Parent,
+    /// Set once the keeper holds this master: told when the surface goes.
+    kept: Option<Kept>,
     /// The child is `/bin/sh -c COMMAND`, which dash forks rather than execs: the command's
     /// own process (say the interactive shell it started) is the child's child.
     wrapped: bool,
@@ -135,20 +184,106 @@ impl Pty {
             .master
             .tty_name()
             .ok_or_else(|| io::Error::other("the PTY has no slave name"))?;
-        let master = pair.master;
-        let raw = master
+        let raw = pair
+            .master
             .as_raw_fd()
             .ok_or_else(|| io::Error::other("PTY master has no fd"))?;
+        // Our own descriptor of the master; portable-pty's closes with the pair below.
+        let master = Master::new(dup_cloexec(raw)?);
         set_iutf8(raw)?;
         let pid = spawn_on_tty(&spec, &tty)?;
         let group = Reaper::new(Pid::from_raw(pid as i32));
         let wrapped = spec.command.is_some();
         // The reader only sees EOF once every slave fd is closed, ours included.
-        drop(pair.slave);
-        let io_fd = dup_nonblocking(raw)?;
-        let pidfd = pidfd_open(pid)?;
-        let io_fd = register(io_fd)?;
-        let pidfd = register(pidfd)?;
+        drop(pair);
+        let pidfd = register(pidfd_open(pid)?)?;
+        let gone: ChildGone = Box::pin(async move {
+            let _ = pidfd.readable().await;
+            None
+        });
+        let mut pty = Pty::start(
+            master,
+            pid,
+            wrapped,
+            Parent::Daemon,
+            gone,
+            model,
+            generation,
+            sink,
+        )?;
+        pty.group = Some(group);
+        Ok(pty)
+    }
+
+    /// Take over a program that outlived the previous daemon: `master` is its PTY master
+    /// as the keeper held it, `pid` the keeper's child, `status` how it ended if it already
+    /// did. The pump starts reading where the last daemon stopped: what the program wrote
+    /// meanwhile waited in the kernel's PTY buffer. `wrapped`: the record has a command (so
+    /// the child is its `/bin/sh -c` wrapper).
+    #[allow(clippy::too_many_arguments)]
+    pub fn adopt<F>(
+        master: OwnedFd,
+        pid: u32,
+        status: Option<ChildStatus>,
+        wrapped: bool,
+        keeper: Keeper,
+        surface_id: String,
+        model: Arc<ScreenModel>,
+        generation: u64,
+        sink: F,
+    ) -> io::Result<Pty>
+    where
+        F: Fn(PumpEvent) -> bool + Send + Sync + 'static,
+    {
+        let slot = Arc::new(std::sync::Mutex::new(None));
+        let gone: ChildGone = match status {
+            Some(status) => Box::pin(async move { Some(status.into()) }),
+            None => {
+                let exit = keeper.exit_of(&surface_id);
+                // The keeper has not reaped it, so the pid is still this program's.
+                let pidfd = pidfd_open(pid).and_then(register).ok();
+                Box::pin(async move {
+                    match exit.await {
+                        Ok(status) => Some(status.into()),
+                        Err(_) => {
+                            // The keeper is gone: the kernel still says when, not how.
+                            if let Some(pidfd) = pidfd {
+                                let _ = pidfd.readable().await;
+                            }
+                            Some(ExitInfo::Unknown)
+                        }
+                    }
+                })
+            }
+        };
+        let master = Master::new(master);
+        let parent = Parent::Keeper(slot);
+        let mut pty = Pty::start(master, pid, wrapped, parent, gone, model, generation, sink)?;
+        pty.kept = Some(Kept { keeper, surface_id });
+        Ok(pty)
+    }
+
+    /// The common part: a non-blocking duplicate of the master under tokio, the input queue,
+    /// the answer sink, and the pump.
+    #[allow(clippy::too_many_arguments)]
+    fn start<F>(
+        master: Master,
+        pid: u32,
+        wrapped: bool,
+        parent: Parent,
+        gone: ChildGone,
+        model: Arc<ScreenModel>,
+        generation: u64,
+        sink: F,
+    ) -> io::Result<Pty>
+    where
+        F: Fn(PumpEvent) -> bool + Send + Sync + 'static,
+    {
+        let io_fd = register(dup_nonblocking(master.fd().as_raw_fd())?)?;
+        let slot = match &parent {
+            Parent::Keeper(slot) => Some(slot.clone()),
+            Parent::Daemon => None,
+        };
         let (input, input_rx) = mpsc::unbounded_channel();
         let queued = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         // The answers to the program's terminal queries share the input queue (and its
@@ -175,17 +310,42 @@ impl Pty {
             generation,
             credits: Arc::new(Semaphore::new(READ_CREDITS)),
         };
-        let pump = tokio::spawn(pump(io_fd, pidfd, input_rx, queued.clone(), output, sink));
+        let gone: ChildGone = Box::pin(async move {
+            let info = gone.await;
+            if let (Some(slot), Some(info)) = (slot, &info) {
+                *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(info.clone());
+            }
+            info
+        });
+        let pump = tokio::spawn(pump(io_fd, gone, input_rx, queued.clone(), output, sink));
         Ok(Pty {
             pump,
             input,
             queued,
             master,
             pid,
+            parent,
+            kept: None,
             wrapped,
             reaped: false,
-            group: Some(group),
+            group: None,
         })
+    }
+
+    /// Hand the keeper a duplicate of the master, so this program outlives a daemon crash;
+    /// the keeper is told when the surface goes (drop).
+    pub fn keep(&mut self, keeper: Keeper, session_id: &str, surface_id: &str, token: &str) {
+        keeper.register(
+            session_id,
+            surface_id,
+            self.pid,
+            token,
+            self.master.fd().as_fd(),
+        );
+        self.kept = Some(Kept {
+            keeper,
+            surface_id: surface_id.to_string(),
+        });
     }
 
     /// The child's pid.
@@ -219,6 +379,11 @@ impl Pty {
         if self.reaped {
             return None;
         }
+        if let Parent::Keeper(slot) = &self.parent {
+            let info = slot.lock().unwrap_or_else(|e| e.into_inner()).take()?;
+            self.reaped = true;
+            return Some(info);
+        }
         // WNOWAIT: take the status but leave the zombie, so the child's pid — its process
         // group's id — stays allocated until Drop has signalled the group (see `end_group`).
         match waitid(
@@ -244,27 +409,14 @@ impl Pty {
 
     /// Resize the PTY; returns the size the kernel reports afterwards.
     pub fn resize(&self, cols: u16, rows: u16) -> io::Result<maxx_protocol::screen::Size> {
-        self.master
-            .resize(PtySize {
-                rows,
-                cols,
-                pixel_width: 0,
-                pixel_height: 0,
-            })
-            .map_err(|e| io::Error::other(e.to_string()))?;
-        let got = self
-            .master
-            .get_size()
-            .map_err(|e| io::Error::other(e.to_string()))?;
-        Ok(maxx_protocol::screen::Size {
-            cols: got.cols,
-            rows: got.rows,
-        })
+        self.master.resize(cols, rows)?;
+        let (cols, rows) = self.master.size()?;
+        Ok(maxx_protocol::screen::Size { cols, rows })
     }
 
     /// Foreground process group of the terminal (`tcgetpgrp` on the master).
     pub fn foreground_pgrp(&self) -> Option<i32> {
-        self.master.process_group_leader()
+        self.master.foreground_pgrp()
     }
 
     /// Whether the terminal's foreground process group is the session's own program (kernel
@@ -302,9 +454,38 @@ impl Drop for Pty {
     fn drop(&mut self) {
         self.pump.abort();
         // The session is going away (close, cancel, restart, daemon stop or a failed
-        // actor): nobody is left to read this group's output.
-        end_group(self.pid, self.reaped, self.group.take());
+        // actor): nobody is left to read this group's output. The keeper drops its master;
+        // it ends the group of a child it is the parent of.
+        let keeper_ends_it = match (&self.kept, &self.parent) {
+            (Some(kept), Parent::Keeper(_)) => {
+                kept.keeper.close(&kept.surface_id);
+                kept.keeper.connected()
+            }
+            (Some(kept), Parent::Daemon) => {
+                kept.keeper.close(&kept.surface_id);
+                false
+            }
+            (None, _) => false,
+        };
+        match self.parent {
+            Parent::Daemon => end_group(self.pid, self.reaped, self.group.take()),
+            // The keeper is gone: its orphan is init's now; end the group without reaping.
+            Parent::Keeper(_) if !keeper_ends_it && !self.reaped => {
+                end_group(self.pid, false, None)
+            }
+            Parent::Keeper(_) => {}
+        }
     }
+}
+
+fn dup_cloexec(fd: RawFd) -> io::Result<OwnedFd> {
+    // SAFETY: fcntl on a valid fd; the result is a new fd we own.
+    let dup = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+    if dup < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: as above.
+    Ok(unsafe { OwnedFd::from_raw_fd(dup) })
 }
 
 fn dup_nonblocking(fd: RawFd) -> io::Result<OwnedFd> {
@@ -322,6 +503,11 @@ fn dup_nonblocking(fd: RawFd) -> io::Result<OwnedFd> {
         return Err(io::Error::last_os_error());
     }
     Ok(owned)
+}
+
+/// Register an owned descriptor with tokio's reactor (the keeper link uses it too).
+pub(crate) fn register_fd(fd: OwnedFd) -> io::Result<AsyncFd<OwnedFd>> {
+    register(fd)
 }
 
 /// Register an owned descriptor with tokio's reactor.
@@ -464,7 +650,7 @@ impl Output {
 
 async fn pump<F>(
     io: AsyncFd<OwnedFd>,
-    pidfd: AsyncFd<OwnedFd>,
+    mut gone: ChildGone,
     mut input_rx: mpsc::UnboundedReceiver<InputChunk>,
     queued: Arc<std::sync::atomic::AtomicUsize>,
     output: Output,
@@ -499,10 +685,7 @@ async fn pump<F>(
                 }
             },
             _ = output.model.space(), if blocked => blocked = output.model.full(),
-            ready = pidfd.readable(), if child_alive => {
-                if let Ok(mut guard) = ready {
-                    guard.retain_ready();
-                }
+            _ = &mut gone, if child_alive => {
                 child_alive = false;
                 if !sink(PumpEvent::ChildExited) {
                     return;
@@ -548,6 +731,7 @@ async fn pump<F>(
 mod tests {
     use super::*;
     use nix::sys::wait::waitpid;
+    use portable_pty::MasterPty;
 
     fn tty() -> (Box<dyn MasterPty + Send>, PathBuf) {
         let pair = native_pty_system()

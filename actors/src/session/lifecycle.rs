@@ -83,6 +83,9 @@ impl SessionState {
                 };
                 return Self::detached(myself, session, kept, links, true);
             }
+            SessionStart::Readopted(record, survivor) => {
+                return Self::readopted(myself, *record, *survivor, links);
+            }
             SessionStart::Woken(dormant) => {
                 let Dormant {
                     view,
@@ -175,6 +178,81 @@ impl SessionState {
             view: Box::new(state.view.clone()),
             actor: myself,
             focus: params.focus,
+        })?;
+        Ok(state)
+    }
+
+    /// A restored record on its own live program, which the keeper kept through the last
+    /// daemon's death: `running` again with its session id, surface id, pid, registration
+    /// secret, declarations and audit log. The create-time env was never on disk, so a later
+    /// restart uses the daemon's own (as for any restored record). A program that ended
+    /// while no daemon was there is reported by the pump at once and goes `exited` with its
+    /// status, through the restart policy as any exit.
+    fn readopted(
+        myself: ActorRef<SessionMsg>,
+        record: Record,
+        survivor: crate::keeper_link::Survivor,
+        links: Links,
+    ) -> Result<SessionState, ActorProcessingErr> {
+        let Record { session, audit } = record;
+        let Some(keeper) = links.spawn.keeper.clone() else {
+            return Err("a re-adoption without a keeper".into());
+        };
+        let mut view = session;
+        view.lifecycle = Lifecycle::Running;
+        view.pid = Some(survivor.pid);
+        // Not a detached restoration: the program never stopped.
+        view.restored = false;
+        let kept = Kept {
+            audit: AuditLog::from_entries(&audit),
+            env: Vec::new(),
+            scrollback_lines: DEFAULT_SCROLLBACK_LINES,
+            restart_times: Default::default(),
+        };
+        let registry = links.registry.clone();
+        let mut state = SessionState::new(&myself, view, kept, links, false);
+        let generation =
+            state
+                .model
+                .reset(state.view.cols, state.view.rows, state.scrollback_lines);
+        let me = myself.clone();
+        let crate::keeper_link::Survivor {
+            surface_id,
+            pid,
+            token,
+            master,
+            status,
+            ..
+        } = survivor;
+        let pty = Pty::adopt(
+            master,
+            pid,
+            status,
+            state.view.command.is_some(),
+            keeper,
+            surface_id,
+            state.model.clone(),
+            generation,
+            move |event| me.cast(SessionMsg::Pump(event)).is_ok(),
+        )?;
+        state.registration_token = token;
+        state.pty = Some(pty);
+        state.record(
+            AuditKind::Lifecycle,
+            Some("readopted".into()),
+            None,
+            Some(serde_json::json!({ "pid": pid })),
+            "maxx".into(),
+        );
+        state.touch();
+        state.view.last_seen_at = Some(state.view.updated_at.clone());
+        let _ = state
+            .persist
+            .cast(PersistMsg::Upsert(Box::new(state.view.clone())));
+        registry.cast(RegistryMsg::Register {
+            view: Box::new(state.view.clone()),
+            actor: myself,
+            focus: false,
         })?;
         Ok(state)
     }
@@ -295,6 +373,15 @@ impl SessionState {
             generation,
             move |event| me.cast(SessionMsg::Pump(event)).is_ok(),
         )?;
+        let mut pty = pty;
+        if let Some(keeper) = &self.spawn.keeper {
+            pty.keep(
+                keeper.clone(),
+                &self.view.session_id,
+                &surface_id,
+                &registration_token,
+            );
+        }
         self.view.surface_id = surface_id;
         self.view.pid = Some(pty.pid());
         self.registration_token = registration_token;
@@ -502,6 +589,8 @@ impl SessionState {
                 self.view.exit_signal = Some(sig);
                 p
             }
+            // Neither field is set: nobody could observe how it ended.
+            ExitInfo::Unknown => serde_json::json!({ "exit_status": "unknown" }),
         };
         self.last_exit = Some(payload.clone());
         self.view.pid = None;

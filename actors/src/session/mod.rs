@@ -58,6 +58,9 @@ pub struct SpawnContext {
     pub bin_dir: Option<PathBuf>,
     /// Live-object counters.
     pub stats: Arc<Stats>,
+    /// The keeper this daemon runs under (`maxx daemon`), which is handed every new
+    /// session's master; `None` for a daemon run without one (tests in this crate).
+    pub keeper: Option<crate::keeper_link::Keeper>,
 }
 
 /// A request to start a session actor. The session supervisor serves it (it is the only
@@ -115,6 +118,10 @@ pub enum SessionStart {
     Restored(Box<Record>),
     /// The durable copy of a session whose actor failed this run: detached the same way.
     Recovered(Box<Record>),
+    /// A restored record whose own program outlived the previous daemon: the keeper handed
+    /// over its master and [`crate::keeper_link::proof`] accepted it. It comes back
+    /// `running` on that program.
+    Readopted(Box<Record>, Box<crate::keeper_link::Survivor>),
     /// A closed or archived record the registry kept while no actor was needed, woken for a
     /// request (see [`Dormant`]).
     Woken(Box<Dormant>),

@@ -240,19 +240,31 @@ class ResizeResult(TypedDict):
     held: JSON
 
 
+class KeeperStatus(TypedDict):
+    """The keeper a daemon runs under (``daemon.status`` ``keeper``)."""
+
+    pid: int
+    connected: bool
+    daemons_before: int
+
+
 class DaemonStatus(TypedDict, total=False):
     """``daemon.status``."""
 
     version: str
     protocol: int
     pid: int
+    """The daemon serving the socket (under a keeper: the keeper's child)."""
     control_dir: str
     sessions: int
     by_lifecycle: Dict[str, int]
     focused: Optional[str]
+    asking: List[str]
+    """Sessions with an open ask."""
     bus_cursor: int
     policy: Dict[str, JSON]
     registry_unreadable: Optional[Dict[str, str]]
+    keeper: Optional[KeeperStatus]
 
 
 DaemonStats = Dict[str, JSON]
