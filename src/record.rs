@@ -4,9 +4,9 @@
 //! `rec` is a read-only `sessions.attach` (no size, so no resize; no input frames, so nothing
 //! is typed): the daemon's repaint of the screen at t = 0, then every output chunk, until the
 //! session's run ends, `--max-bytes` is reached or the recorder gets SIGINT/SIGTERM. The file
-//! is asciicast v2 (one JSON header line, then `[time, "o", text]` lines), what `asciinema
-//! play` and `asciinema cat` read. Resizes made while recording are not events (the attach
-//! stream does not carry them): the header has the size when recording started.
+//! is asciicast v2 (one JSON header line, then `[time, "o", text]` lines, and `[time, "r",
+//! "COLSxROWS"]` for a resize, followed on the session's event stream), what `asciinema play`
+//! and `asciinema cat` read.
 //!
 //! `play` creates a session (the recording's size) whose program is `maxx play --raw FILE`:
 //! it writes the output events to the terminal at their times (scaled by `--speed`, gaps
@@ -20,6 +20,35 @@ use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+
+/// The recording file and its clock, shared by the output loop and the resize watcher so
+/// that times never go back in the file.
+struct Cast {
+    out: std::fs::File,
+    start: Instant,
+    idle_limit: Option<Duration>,
+    /// The recording's time of the last event, and the wall time it was taken at.
+    clock: Duration,
+    last: Duration,
+}
+
+impl Cast {
+    /// Write one event `[time, code, data]` at the recording time of now.
+    fn event(&mut self, code: &str, data: &str) -> std::io::Result<()> {
+        let now = self.start.elapsed();
+        let gap = now.saturating_sub(self.last);
+        self.clock += match self.idle_limit {
+            Some(limit) => gap.min(limit),
+            None => gap,
+        };
+        self.last = now;
+        writeln!(
+            self.out,
+            "{}",
+            json!([self.clock.as_secs_f64(), code, data])
+        )
+    }
+}
 
 /// Set by SIGINT/SIGTERM while recording: finish the file and stop.
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -80,7 +109,7 @@ fn record(
         .as_ref()
         .map(|r| r["session"].clone())
         .unwrap_or(Value::Null);
-    let mut out = std::fs::OpenOptions::new()
+    let out = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(&a.out)
@@ -98,7 +127,6 @@ fn record(
     if let Some(title) = session["title"].as_str() {
         header["title"] = json!(title);
     }
-    writeln!(out, "{header}").map_err(|e| failed("writing the recording", e))?;
 
     // SIGINT/SIGTERM end the recording cleanly: the read is interrupted (no SA_RESTART).
     {
@@ -113,9 +141,52 @@ fn record(
             let _ = unsafe { sigaction(sig, &action) };
         }
     }
-    let start = Instant::now();
-    let idle_limit = a.idle_limit;
-    let (mut clock, mut last) = (Duration::ZERO, Duration::ZERO);
+    let cast = std::sync::Arc::new(std::sync::Mutex::new(Cast {
+        out,
+        start: Instant::now(),
+        idle_limit: a.idle_limit,
+        clock: Duration::ZERO,
+        last: Duration::ZERO,
+    }));
+    // Resizes come from the session's events (the attach stream carries output only): a
+    // second, read-only connection follows them as `r` events.
+    let (subscribed, following) = std::sync::mpsc::channel();
+    {
+        let cast = cast.clone();
+        let (target, caller) = (target.clone(), caller.clone());
+        let id = session["session_id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        std::thread::spawn(move || {
+            let _ = crate::client::stream_lines(
+                &target,
+                "stream.watch",
+                json!({ "session_id": id }),
+                caller.as_deref(),
+                false,
+                |line| {
+                    if line["type"] == "hello" {
+                        let _ = subscribed.send(());
+                    }
+                    let e = &line["event"];
+                    if e["name"] == "resized" {
+                        let size = format!("{}x{}", e["payload"]["cols"], e["payload"]["rows"]);
+                        if let Ok(mut cast) = cast.lock() {
+                            let _ = cast.event("r", &size);
+                        }
+                    }
+                },
+            );
+        });
+    }
+    // The header goes out once resizes are followed, so none made after it is missed (the
+    // watch is read-only; if it cannot start, output is still recorded).
+    let _ = following.recv_timeout(Duration::from_secs(10));
+    lock(&cast)
+        .out
+        .write_all(format!("{header}\n").as_bytes())
+        .map_err(|e| failed("writing the recording", e))?;
     let mut pending: Vec<u8> = Vec::new();
     let (mut bytes, mut events) = (0u64, 0u64);
     let mut buf = vec![0u8; 64 * 1024];
@@ -146,24 +217,20 @@ fn record(
         }
         let text = String::from_utf8_lossy(&pending[..whole]).into_owned();
         pending.drain(..whole);
-        let now = start.elapsed();
-        let gap = now.saturating_sub(last);
-        clock += match idle_limit {
-            Some(limit) => gap.min(limit),
-            None => gap,
-        };
-        last = now;
-        writeln!(out, "{}", json!([clock.as_secs_f64(), "o", text]))
+        lock(&cast)
+            .event("o", &text)
             .map_err(|e| failed("writing the recording", e))?;
         events += 1;
     };
+    let mut cast = lock(&cast);
     if !pending.is_empty() {
         let text = String::from_utf8_lossy(&pending).into_owned();
-        writeln!(out, "{}", json!([clock.as_secs_f64(), "o", text]))
+        cast.event("o", &text)
             .map_err(|e| failed("writing the recording", e))?;
         events += 1;
     }
-    out.sync_all()
+    cast.out
+        .sync_all()
         .map_err(|e| failed("writing the recording", e))?;
     Ok(json!({
         "file": a.out.display().to_string(),
@@ -174,6 +241,10 @@ fn record(
         "bytes": bytes,
         "ended": ended,
     }))
+}
+
+fn lock(cast: &std::sync::Mutex<Cast>) -> std::sync::MutexGuard<'_, Cast> {
+    cast.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// How many leading bytes of `bytes` are whole UTF-8 characters (an invalid byte counts as

@@ -137,3 +137,63 @@ fn a_recording_reads_in_asciinema_and_plays_back_to_the_same_screen() {
     let out = d.cli(&["--as", READER, "sessions", "rec", &id, "--out", &cast_arg]);
     assert_ne!(out.status.code(), Some(0));
 }
+
+/// A resize while recording is an `r` event, in time order with the output.
+#[test]
+fn a_resize_while_recording_is_an_r_event() {
+    let d = Daemon::start();
+    let v =
+        d.create(json!({"command": "read x; printf 'after\\n'; exit 0", "cols": 60, "rows": 12}));
+    let id = v["session_id"].as_str().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let cast = dir.path().join("resize.cast");
+    let cast_arg = cast.display().to_string();
+    let rec = d.cli_bg(&["--as", READER, "sessions", "rec", &id, "--out", &cast_arg]);
+    wait_for("the recording's header", Duration::from_secs(10), || {
+        std::fs::read_to_string(&cast)
+            .ok()
+            .filter(|t| t.ends_with('\n'))
+    });
+    d.ok_as(
+        READER,
+        "sessions.resize",
+        json!({"session_id": id, "cols": 70, "rows": 14}),
+    );
+    wait_for("the r event", Duration::from_secs(10), || {
+        std::fs::read_to_string(&cast)
+            .ok()
+            .filter(|t| t.contains("\"r\",\"70x14\""))
+    });
+    d.ok(
+        "sessions.action",
+        json!({"session_id": id, "action": "submit", "input": ""}),
+    );
+    let out = rec.join().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&cast).unwrap();
+    let events: Vec<Value> = text
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let r = events.iter().position(|e| e[1] == "r").expect("an r event");
+    // The first event by which the output holds "after" (a read may split it).
+    let mut output = String::new();
+    let after = events
+        .iter()
+        .position(|e| {
+            if e[1] == "o" {
+                output.push_str(e[2].as_str().unwrap());
+            }
+            output.contains("after")
+        })
+        .expect("the output after the resize");
+    assert!(r < after, "{text}");
+    let times: Vec<f64> = events.iter().map(|e| e[0].as_f64().unwrap()).collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "{text}");
+}

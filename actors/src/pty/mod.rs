@@ -648,6 +648,10 @@ impl Output {
     }
 }
 
+/// Reads of what a child left in the master when it exited, at most, before its exit is
+/// reported (64 KiB each).
+const EXIT_DRAIN_CHUNKS: usize = 64;
+
 async fn pump<F>(
     io: AsyncFd<OwnedFd>,
     mut gone: ChildGone,
@@ -687,6 +691,35 @@ async fn pump<F>(
             _ = output.model.space(), if blocked => blocked = output.model.full(),
             _ = &mut gone, if child_alive => {
                 child_alive = false;
+                // What the child wrote before it exited is already in the master: report it
+                // before the exit, so an attached reader (a recording) gets the last output
+                // before its stream ends. Bounded: up to the first read that would wait, EOF,
+                // a full backlog or EXIT_DRAIN_CHUNKS reads (a grandchild may keep writing).
+                for _ in 0..EXIT_DRAIN_CHUNKS {
+                    if !read_open || blocked {
+                        break;
+                    }
+                    let chunk = tokio::select! {
+                        biased;
+                        chunk = read_chunk(&io, &output) => Some(chunk),
+                        _ = std::future::ready(()) => None,
+                    };
+                    match chunk {
+                        None => break,
+                        Some(Some(drained)) => {
+                            blocked = drained.full;
+                            if !output.report(drained, &sink).await {
+                                return;
+                            }
+                        }
+                        Some(None) => {
+                            read_open = false;
+                            if !sink(PumpEvent::OutputClosed) {
+                                return;
+                            }
+                        }
+                    }
+                }
                 if !sink(PumpEvent::ChildExited) {
                     return;
                 }

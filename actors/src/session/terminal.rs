@@ -334,11 +334,18 @@ impl SessionState {
         let applied = pty
             .resize(size.cols, size.rows)
             .map_err(|e| ErrorBody::internal(format!("resize failed: {e}")))?;
+        let changed = (self.view.cols, self.view.rows) != (applied.cols, applied.rows);
         self.view.cols = applied.cols;
         self.view.rows = applied.rows;
         self.model.resize(applied.cols, applied.rows);
         self.touch();
         self.publish();
+        if changed {
+            self.mechanical(
+                "resized",
+                Some(serde_json::json!({ "cols": applied.cols, "rows": applied.rows })),
+            );
+        }
         Ok(ResizeResult {
             schema_version: SCREEN_SCHEMA,
             session_id: self.view.session_id.clone(),
