@@ -454,3 +454,40 @@ fn hook_install_merges_with_a_backup_or_prints_and_capabilities_list_the_adapter
     assert_eq!(caps["hook_adapters"][0]["payload"], "stdin");
     assert_eq!(caps["hook_adapters"][1]["payload"], "argv");
 }
+
+#[test]
+fn a_final_record_written_after_the_hook_started_is_waited_for_when_the_payload_announces_it() {
+    let d = Daemon::start();
+    let id = sid(&d.create(json!({"command": "sleep 60"})));
+    // The transcript as Claude Code may leave it when it runs the Stop hook: the turn's
+    // prompt is on disk, its answer not yet (anthropics/claude-code#15813).
+    let t = claude_transcript(&d, "unanswered-prompt.jsonl");
+    let mut payload: Value = serde_json::from_str(&stop_payload(&t)).unwrap();
+    payload["last_assistant_message"] = json!("The late answer.");
+    let mut child = Command::new(maxx_bin())
+        .args(["hook", "claude-code", "--strict"])
+        .env("MAXX_CONTROL_DIR", &d.control)
+        .env("HOME", d.tmp.path())
+        .env("MAXX_SESSION_ID", &id)
+        .env_remove("MAXX_HOOK_ROOTS")
+        .stdin(std::fs::File::open(write_tmp(&d, &payload.to_string())).unwrap())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The answer lands while the hook runs (before or after its first read: either way
+    // the answer it declares is this one, never the previous turn's).
+    let record = json!({"type": "assistant", "isSidechain": false, "message": {"role": "assistant",
+        "content": [{"type": "text", "text": "The late answer."}]}});
+    let mut f = std::fs::OpenOptions::new().append(true).open(&t).unwrap();
+    use std::io::Write;
+    writeln!(f, "{record}").unwrap();
+    drop(f);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(d.get(&id)["result"], "The late answer.");
+}
