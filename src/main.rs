@@ -11,6 +11,7 @@
 //! - [`daemon_cmd`]: `maxx daemon [--detach]`.
 //! - [`mcp`]: `maxx mcp`, the MCP server on stdio (tools in `mcp/tools.rs`).
 //! - [`keeper`]: the keeper process `maxx daemon` runs, with the daemon proper as its child.
+//! - [`hook`]: `maxx hook <runtime>`, result capture from agent transcripts (adapter table).
 //!
 //! A noun-verb runs as: [`cli`] parses, [`request`] builds, [`main`]'s `dispatch` sends
 //! (starting a daemon first for `sessions create`), [`report`] prints and picks the exit code.
@@ -32,6 +33,7 @@ mod cli;
 mod client;
 mod daemon_cmd;
 mod exit;
+mod hook;
 mod human;
 mod keeper;
 mod mcp;
@@ -93,6 +95,24 @@ fn run(cli: Cli) -> i32 {
         Command::Completions(a) => return generated(Generated::Completions(a.shell)),
         Command::Man => return generated(Generated::Man),
         Command::Whoami => Ok(request::daemon_whoami()),
+        Command::Hook(h) => {
+            let (name, args) = match h.verb {
+                HookVerb::Install(a) => {
+                    let adapter = hook::adapters::adapter(&a.runtime).expect("a listed runtime");
+                    return hook::install::command(&adapter.install, adapter.name, a.print);
+                }
+                HookVerb::ClaudeCode(a) => ("claude-code", a),
+                HookVerb::Codex(a) => ("codex", a),
+            };
+            let adapter = hook::adapters::adapter(name).expect("a listed runtime");
+            return hook::run(
+                &target,
+                &cli.caller,
+                adapter,
+                args.payload.as_deref(),
+                args.strict,
+            );
+        }
         Command::Play(a) => return record::play(&target, &cli.caller, cli.confirm, a),
         Command::Ls(a) => return human::ls(&target, &cli.caller, a),
         Command::Top(a) if a.json => {
@@ -177,7 +197,7 @@ fn capabilities() -> serde_json::Value {
         "methods": methods,
         "commands": commands,
         "mcp_tools": mcp::tool_names(),
-        "hook_adapters": [],
+        "hook_adapters": hook::capabilities(),
         "selectors": ["session id (any case)", "id prefix (4+ hex digits)", "%title"],
     })
 }

@@ -6,6 +6,7 @@ mod daemon_admin;
 mod declarations;
 mod discovery;
 mod exit_codes;
+mod hooks;
 mod hostile_audit;
 mod hostile_daemon;
 mod hostile_gates;

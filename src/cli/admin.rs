@@ -141,3 +141,46 @@ pub struct StopArgs {
     #[arg(long, value_parser = super::duration, default_value = "30s")]
     pub timeout: std::time::Duration,
 }
+
+#[derive(Args, Debug)]
+pub struct HookCmd {
+    #[command(subcommand)]
+    pub verb: HookVerb,
+}
+
+/// One subcommand per entry of the adapter table (`src/hook/adapters.rs`; a unit test keeps
+/// them in step), and `install`.
+#[derive(Subcommand, Debug)]
+pub enum HookVerb {
+    /// Claude Code's Stop hook: the payload on stdin names the transcript; its final answer
+    /// becomes this session's result (source hook:claude-code).
+    #[command(name = "claude-code")]
+    ClaudeCode(HookRunArgs),
+    /// Codex's notify program: the payload is the last argument; the thread's rollout holds
+    /// the final answer, which becomes this session's result (source hook:codex).
+    Codex(HookRunArgs),
+    /// Show (--print) or merge into the runtime's settings file (after a timestamped backup)
+    /// the setting that runs `maxx hook RUNTIME`.
+    Install(HookInstallArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct HookRunArgs {
+    /// Exit 1 when nothing is declared (default: say why on stderr and exit 0, so the
+    /// runtime is not disturbed).
+    #[arg(long)]
+    pub strict: bool,
+    /// The payload, for runtimes that pass it as an argument (Codex).
+    pub payload: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct HookInstallArgs {
+    /// The runtime.
+    #[arg(value_parser = clap::builder::PossibleValuesParser::new(
+        crate::hook::adapters::ADAPTERS.iter().map(|a| a.name)))]
+    pub runtime: String,
+    /// Print the setting instead of merging it.
+    #[arg(long)]
+    pub print: bool,
+}

@@ -152,6 +152,11 @@ maxx completions zsh > ~/.zfunc/_maxx\n  maxx completions fish > ~/.config/fish/
     /// end, the session stays readable).
     #[command(after_help = "Example:\n  maxx play build.cast --speed 2 --idle-limit 1s")]
     Play(PlayArgs),
+    /// Agent runtime hooks: declare a Claude Code or Codex turn's final answer (read from its
+    /// transcript, never from the screen) as this session's result.
+    #[command(after_help = "Examples:\n  maxx hook install claude-code --print\n  \
+maxx hook install codex\n  echo \"$payload\" | maxx hook claude-code --strict")]
+    Hook(HookCmd),
     /// Who the daemon takes you for: the policy source it resolved (--as), your uid as the
     /// kernel reports it, and which daemon answered (never the token).
     Whoami,
