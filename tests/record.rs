@@ -126,6 +126,24 @@ fn a_recording_reads_in_asciinema_and_plays_back_to_the_same_screen() {
     assert_eq!(d.get(&pid)["exit_code"], 0);
     assert_eq!(screen_text(&d, &pid), recorded);
 
+    // `asciinema play` (it needs a terminal: a maxx session of the recording's size) draws
+    // the same screen.
+    if let Some(bin) = asciinema() {
+        let command = format!(
+            "'{}' play --speed 10 '{}' >/dev/tty && exit 0",
+            bin.display(),
+            cast.display()
+        );
+        let v = d.create(json!({"command": command, "cols": 60, "rows": 12}));
+        let aid = v["session_id"].as_str().unwrap().to_string();
+        d.ok(
+            "sessions.wait",
+            json!({"session_id": aid, "lifecycle": "exited", "timeout": 30}),
+        );
+        assert_eq!(d.get(&aid)["exit_code"], 0, "{:?}", screen_text(&d, &aid));
+        assert_eq!(screen_text(&d, &aid), recorded);
+    }
+
     // Not a recording: a usage error, nothing created.
     let before = d.count();
     let bad = dir.path().join("bad.cast");
