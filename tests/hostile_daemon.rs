@@ -492,3 +492,52 @@ fn unauthenticated_partial_lines_are_bounded_in_total() {
     }
     drop(held);
 }
+
+/// #23: the daemon raises its open-files soft limit to the hard one and refuses a create
+/// that would pass what that leaves for sessions (`fd_limit`, exit 1) instead of failing
+/// inside a spawn or starving the listener; closing a session makes room again.
+#[test]
+fn sessions_past_the_open_files_limit_are_refused_fd_limit_and_the_daemon_keeps_serving() {
+    // Hard 160: a reserve of 64, (160 - 64) / 3 = 32 sessions. The soft 100 is raised.
+    let d = Daemon::start_with_fd_limit(100, 160);
+    let stats = d.ok("daemon.stats", json!({}));
+    assert_eq!(stats["fd_limit"], 160, "{stats}");
+    assert_eq!(stats["session_capacity"], 32, "{stats}");
+    let ids: Vec<String> = (0..32)
+        .map(|_| {
+            d.create(json!({"command": "exec sleep 600"}))["session_id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let before = d.count();
+    let refused = d.err(
+        "sessions.create",
+        json!({"command": "exec sleep 600"}),
+        "fd_limit",
+    );
+    assert!(
+        refused["error"]["remedy"]
+            .as_str()
+            .unwrap()
+            .contains("ulimit"),
+        "{refused}"
+    );
+    assert_eq!(d.count(), before, "nothing was created");
+    let out = d.cli(&["sessions", "create", "--command", "true"]);
+    assert_eq!(out.status.code(), Some(1));
+    // Every session still works, and the daemon still takes connections.
+    for id in &ids {
+        assert_eq!(d.get(id)["lifecycle"], "running");
+    }
+    // Room again once a session's actor is gone.
+    d.ok(
+        "sessions.action",
+        json!({"session_id": ids[0], "action": "close"}),
+    );
+    wait_for("room for one more session", Duration::from_secs(20), || {
+        let r = d.call("sessions.create", json!({"command": "exec sleep 600"}));
+        (r["ok"] == true).then_some(())
+    });
+}

@@ -626,3 +626,23 @@ fn an_upgrade_to_a_binary_that_cannot_start_falls_back_to_the_keepers_own() {
     assert_eq!(s["lifecycle"], "running", "{s}");
     assert_eq!(s["pid"], pid);
 }
+
+/// The retention cap (`--retain-records`) never drops a live record, on disk or at load: with
+/// more live sessions than the cap, a daemon's death re-adopts every one of them (the closed
+/// records past the cap are what goes).
+#[test]
+fn more_live_sessions_than_the_retention_cap_are_all_readopted() {
+    let d = Daemon::start_with(&["--retain-records", "2"]);
+    let live: Vec<String> = (0..4)
+        .map(|_| sid(&d.create(json!({"command": "exec sleep 600"}))))
+        .collect();
+    let closed = sid(&d.create(json!({"command": "exec sleep 600"})));
+    d.ok("sessions.cancel", json!({"session_id": closed}));
+    kill_daemon_and_wait_for_the_next(&d);
+    for id in &live {
+        let v = d.get(id);
+        assert_eq!(v["lifecycle"], "running", "{v}");
+        assert_ne!(v["restored"], true, "{v}");
+    }
+    d.err("sessions.get", json!({"session_id": closed}), "not_found");
+}

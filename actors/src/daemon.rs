@@ -150,7 +150,7 @@ pub async fn run(
     // creating a file and restricting it.
     // SAFETY: umask only changes this process's file-creation mask.
     unsafe { libc::umask(0o077) };
-    raise_fd_limit();
+    let fd_budget = raise_fd_limit();
     let dir = ControlDir::prepare(&config.control_dir)?;
     // Single instance: whoever holds the lock owns the dir, whether or not its socket
     // answers right now (a full listen queue answers EAGAIN, which is not "dead").
@@ -225,6 +225,7 @@ pub async fn run(
         stats: Arc::new(crate::stats::Stats {
             audit_limits: config.audit,
             screen_read_limit: crate::stats::ScreenReadLimit(config.screen_read_bytes),
+            fd_budget,
             ..Default::default()
         }),
         keeper: keeper.clone(),
@@ -405,12 +406,60 @@ async fn control_dir_vanished(dir: &std::path::Path) -> String {
     }
 }
 
-/// 1,000 sessions need ~3,000 descriptors: lift the soft limit to the hard one.
-fn raise_fd_limit() {
-    use nix::sys::resource::{getrlimit, setrlimit, Resource};
-    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
-        if soft < hard {
-            let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
+/// Descriptors a live session holds in the daemon: its PTY master twice (the pump's reader
+/// and the writer) and its child's pidfd. Measured with `/proc/<daemon>/fd` (docs/performance.md).
+pub const FDS_PER_SESSION: u64 = 3;
+
+/// The open-files limit the daemon runs with, and the live sessions it leaves room for.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct FdBudget {
+    /// `RLIMIT_NOFILE` (soft, after raising it to the hard limit); 0 = unknown.
+    pub limit: u64,
+    /// Live sessions that fit: the limit less a reserve for connections, the control dir's
+    /// files and the runtime (a quarter of it, at least 64 and at most
+    /// `MAX_CONNECTIONS` + 64), over [`FDS_PER_SESSION`].
+    pub sessions: u64,
+}
+
+impl FdBudget {
+    /// The budget under an open-files limit of `limit`.
+    pub fn of(limit: u64) -> FdBudget {
+        let most = maxx_protocol::limits::MAX_CONNECTIONS as u64 + 64;
+        let reserve = (limit / 4).clamp(64, most);
+        FdBudget {
+            limit,
+            sessions: limit.saturating_sub(reserve) / FDS_PER_SESSION,
         }
     }
+}
+
+/// 1,000 sessions need ~3,000 descriptors: lift the soft limit to the hard one (never the
+/// hard limit itself: that is the administrator's), and say how many sessions the result
+/// leaves room for (a create past that is refused `fd_limit` instead of failing inside a
+/// spawn, or starving the listener of connections).
+fn raise_fd_limit() -> FdBudget {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
+        return FdBudget::default();
+    };
+    let limit = if soft < hard && setrlimit(Resource::RLIMIT_NOFILE, hard, hard).is_ok() {
+        hard
+    } else {
+        soft
+    };
+    let budget = FdBudget::of(limit);
+    tracing::info!(
+        fd_limit = limit,
+        session_capacity = budget.sessions,
+        "open-files limit"
+    );
+    if budget.sessions < 1000 {
+        tracing::warn!(
+            fd_limit = limit,
+            session_capacity = budget.sessions,
+            "the open-files hard limit leaves room for fewer than 1,000 sessions; raise it \
+             (`ulimit -Hn`, LimitNOFILE= in the service unit) for more"
+        );
+    }
+    budget
 }

@@ -6,7 +6,8 @@
 //!   last activity, `max(updated_at, last_seen_at)` ([`last_activity`]); a record last seen
 //!   `running` or `exited` is never aged out;
 //! - at most `count` records are kept ([`RETENTION_COUNT`] by default, `--retain-records`),
-//!   newest activity first;
+//!   newest activity first, but never by dropping a live one (`running`, `exited`,
+//!   `backoff`): live records count towards the cap and only terminal ones past it go;
 //! - at most [`AUDIT_ON_DISK`] audit entries per record on disk, the newest.
 //!
 //! See docs/persistence.md, "Retention".
@@ -60,9 +61,22 @@ pub fn keep_newest<T>(
         !expired(lifecycle, activity, now)
     });
     kept.sort_by_key(|item| std::cmp::Reverse(key(item).1));
-    if kept.len() > count {
-        dropped.extend(kept.drain(count..));
-    }
+    // The count cap never drops a live record: live ones count towards it, and only
+    // terminal ones past it go, oldest first.
+    let live = kept
+        .iter()
+        .filter(|item| !key(item).0.is_terminal())
+        .count();
+    let mut room = count.saturating_sub(live);
+    let (kept, over): (Vec<T>, Vec<T>) = kept.into_iter().partition(|item| {
+        if !key(item).0.is_terminal() {
+            return true;
+        }
+        let keep = room > 0;
+        room = room.saturating_sub(1);
+        keep
+    });
+    dropped.extend(over);
     (kept, dropped)
 }
 
@@ -99,11 +113,19 @@ mod tests {
         fn names(v: &[(&'static str, Lifecycle, u32)]) -> Vec<&'static str> {
             v.iter().map(|i| i.0).collect()
         }
-        assert_eq!(names(&kept), ["a", "b", "c1", "c2"]);
-        assert_eq!(names(&dropped), ["d"], "the oldest goes first, live or not");
-        let (kept, dropped) = keep_newest(items, now, 10, key);
+        assert_eq!(names(&kept), ["a", "b", "c1", "d"]);
+        assert_eq!(
+            names(&dropped),
+            ["c2"],
+            "the oldest terminal one goes, never a live one"
+        );
+        let (kept, dropped) = keep_newest(items.clone(), now, 10, key);
         assert_eq!(names(&kept), ["a", "b", "c1", "c2", "d"]);
         assert!(dropped.is_empty());
+        // More live records than the cap: all of them stay, no terminal one does.
+        let (kept, dropped) = keep_newest(items, now, 1, key);
+        assert_eq!(names(&kept), ["b", "d"]);
+        assert_eq!(names(&dropped), ["a", "c1", "c2"]);
     }
 
     #[test]

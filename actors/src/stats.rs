@@ -98,6 +98,9 @@ pub struct Stats {
     pub screen_reads_refused: AtomicI64,
     /// The bound on `screen_read_bytes` (`maxx daemon --screen-read-bytes`).
     pub screen_read_limit: ScreenReadLimit,
+    /// The open-files limit the daemon runs with and how many live sessions it leaves room
+    /// for (0 = not known: no limit is applied).
+    pub fd_budget: crate::daemon::FdBudget,
 }
 
 /// The bytes the answers of all screen reads in flight may hold together:
@@ -164,6 +167,11 @@ pub struct StatsSnapshot {
     pub screen_read_max_bytes: usize,
     /// Screen reads refused `busy` since start because that bound was reached.
     pub screen_reads_refused: i64,
+    /// The daemon's open-files limit (`RLIMIT_NOFILE`, soft raised to hard at start).
+    pub fd_limit: u64,
+    /// Live sessions that limit leaves room for (`fd_limit` less a reserve for connections
+    /// and files, over `FDS_PER_SESSION`); a create past it is refused `fd_limit`.
+    pub session_capacity: u64,
 }
 
 impl Stats {
@@ -196,6 +204,8 @@ impl Stats {
             screen_read_bytes: self.screen_read_bytes.load(Ordering::Relaxed),
             screen_read_max_bytes: self.screen_read_limit.0,
             screen_reads_refused: self.screen_reads_refused.load(Ordering::Relaxed),
+            fd_limit: self.fd_budget.limit,
+            session_capacity: self.fd_budget.sessions,
         }
     }
 

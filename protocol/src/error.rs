@@ -66,6 +66,10 @@ pub enum ErrorCode {
     /// user or open to others (mode not 700). maxx never repairs it; nothing was started or
     /// sent (CLI exit 1). The message says what is wrong and what to do.
     UnsafeControlDir,
+    /// `fd_limit`: a new session would take the daemon past the descriptors its open-files
+    /// limit leaves for sessions (`daemon.stats` `session_capacity`); nothing was started
+    /// (CLI exit 1).
+    FdLimit,
 }
 
 impl ErrorCode {
@@ -93,6 +97,7 @@ impl ErrorCode {
             ErrorCode::Busy => "busy",
             ErrorCode::Ambiguous => "ambiguous",
             ErrorCode::UnsafeControlDir => "unsafe_control_dir",
+            ErrorCode::FdLimit => "fd_limit",
         }
     }
 }
@@ -147,6 +152,10 @@ impl ErrorCode {
             ErrorCode::UnsafeControlDir => {
                 "fix it as the message says (maxx never repairs a control dir), or point \
                  MAXX_CONTROL_DIR at a fresh path"
+            }
+            ErrorCode::FdLimit => {
+                "close sessions you no longer need, or raise the daemon's open-files hard limit \
+                 (`ulimit -Hn`, LimitNOFILE= in the service unit) and restart it"
             }
             ErrorCode::DaemonRestarted => {
                 "a new daemon took over: read the record to see whether the change was applied, \

@@ -115,6 +115,37 @@ impl Daemon {
         d
     }
 
+    /// Start a daemon under an open-files limit of `soft`/`hard` (set by `prlimit` from
+    /// util-linux around the binary).
+    pub fn start_with_fd_limit(soft: u64, hard: u64) -> Daemon {
+        let tmp = tempfile::Builder::new().prefix("maxx-t").tempdir().unwrap();
+        let control = tmp.path().join("ctl");
+        let wrapper = tmp.path().join("maxx-limited");
+        std::fs::write(
+            &wrapper,
+            format!(
+                "#!/bin/sh\nexec prlimit --nofile={soft}:{hard} -- '{}' \"$@\"\n",
+                maxx_bin()
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut d = Daemon {
+            tmp,
+            control,
+            child: None,
+            extra: Vec::new(),
+            env: Vec::new(),
+            bin: wrapper,
+            started: Instant::now(),
+            launches: 0,
+            peak_kib: 0,
+        };
+        d.launch();
+        d
+    }
+
     /// Start a daemon with extra environment (e.g. a profiles file).
     pub fn start_with_env(env: &[(&str, String)]) -> Daemon {
         let tmp = tempfile::Builder::new().prefix("maxx-t").tempdir().unwrap();

@@ -432,6 +432,23 @@ async fn create(
             cwd.display()
         )));
     }
+    let budget = ctx.spawn.stats.fd_budget;
+    let live = ctx
+        .spawn
+        .stats
+        .sessions
+        .load(std::sync::atomic::Ordering::Relaxed);
+    if budget.sessions > 0 && live.max(0) as u64 >= budget.sessions {
+        return Err(ErrorBody::new(
+            ErrorCode::FdLimit,
+            format!(
+                "{live} sessions are live, as many as this daemon's open-files limit ({}) \
+                 leaves room for at {} descriptors each",
+                budget.limit,
+                crate::daemon::FDS_PER_SESSION
+            ),
+        ));
+    }
     let session_id = new_id();
     let start = SessionStart::New {
         params: Box::new(params),

@@ -322,9 +322,10 @@ impl PersistState {
             return Ok(());
         }
         let order = retain_stored(&mut self.records, SystemTime::now(), self.retain);
-        // Cannot happen within the limits (REGISTRY_MAX_BYTES holds RETAINED_RECORDS_MAX
-        // records of RECORD_MAX_BYTES); if it did, the journal keeps every operation and
-        // stops at JOURNAL_MAX_BYTES (refusing), so nothing acknowledged is lost.
+        // Cannot happen with at most RETAINED_RECORDS_MAX records (REGISTRY_MAX_BYTES holds
+        // that many of RECORD_MAX_BYTES); more live records than that, near their largest,
+        // can: then the journal keeps every operation and stops at JOURNAL_MAX_BYTES
+        // (refusing), so nothing acknowledged is lost (docs/persistence.md, "Sizing").
         let Some(bytes) = encode_fitting(&self.records, &order, REGISTRY_MAX_BYTES) else {
             let e = io::Error::other(format!(
                 "the registry does not fit in {REGISTRY_MAX_BYTES} bytes even without audit history"

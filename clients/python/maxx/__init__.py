@@ -37,6 +37,7 @@ from .errors import (
     Unauthorized,
     UnknownMethod,
     UnsafeControlDir,
+    FdLimit,
     UnsafeFile,
     Unsupported,
 )
@@ -72,6 +73,7 @@ __all__ = [
     "Unauthorized",
     "UnknownMethod",
     "UnsafeControlDir",
+    "FdLimit",
     "UnsafeFile",
     "Unsupported",
     "VERBS",

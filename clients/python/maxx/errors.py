@@ -120,6 +120,10 @@ class UnsafeControlDir(MaxxError):
     """``unsafe_control_dir``: the control dir is a symlink, not ours, or open to others."""
 
 
+class FdLimit(MaxxError):
+    """``fd_limit``: the daemon's open-files limit leaves no room for another session."""
+
+
 class NoDaemon(MaxxError):
     """``no_daemon``: nothing answered at the socket, the control dir is missing, or the token
     is unreadable."""
@@ -145,6 +149,7 @@ CODES: Dict[str, Type[MaxxError]] = {
     "unsafe_file": UnsafeFile,
     "already_running": AlreadyRunning,
     "unsafe_control_dir": UnsafeControlDir,
+    "fd_limit": FdLimit,
     "no_daemon": NoDaemon,
 }
 """Wire code -> exception class. A code not listed here (a newer daemon) raises the base
