@@ -546,3 +546,62 @@ fn large_records_survive(sessions: usize) {
     d.restart();
     assert_eq!(d.get(&ids[0])["metadata"]["after"], true);
 }
+
+/// #23 durable group commit: under `--fsync`, concurrent clients' declarations are each
+/// acknowledged only once an fdatasync covers them, one sync serving many (`journal_syncs`
+/// ≤ acknowledgements), and every acknowledged one survives kill -9 of daemon and keeper.
+#[test]
+fn fsync_group_commit_acknowledges_concurrent_declarations_and_each_survives_kill_9() {
+    use std::io::{BufRead, BufReader, Write};
+    let mut d = Daemon::start_with(&["--fsync"]);
+    let ids: Vec<String> = (0..8)
+        .map(|_| {
+            d.create(json!({"command": "exec sleep 600"}))["session_id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let syncs_before = d.stat("journal_syncs");
+    const EACH: usize = 40;
+    let (socket, token) = (d.socket(), d.token());
+    let threads: Vec<_> = ids
+        .iter()
+        .cloned()
+        .map(|id| {
+            let (socket, token) = (socket.clone(), token.clone());
+            std::thread::spawn(move || {
+                // One request per connection, as the daemon serves them.
+                for n in 0..EACH {
+                    let mut s = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+                    let mut r = BufReader::new(s.try_clone().unwrap());
+                    let req = json!({"token": token, "id": n, "method": "sessions.set-metadata",
+                        "params": {"session_id": id, "key": "n", "value": n}});
+                    s.write_all(format!("{req}\n").as_bytes()).unwrap();
+                    let mut line = String::new();
+                    r.read_line(&mut line).unwrap();
+                    let v: Value = serde_json::from_str(&line).unwrap();
+                    assert_eq!(v["ok"], true, "{v}");
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let syncs = d.stat("journal_syncs") - syncs_before;
+    eprintln!(
+        "{syncs} fdatasyncs for {} acknowledgements",
+        ids.len() * EACH
+    );
+    assert!(
+        syncs > 0 && syncs <= (ids.len() * EACH) as i64,
+        "{syncs} syncs for {} acknowledgements",
+        ids.len() * EACH
+    );
+    d.crash();
+    d.restart();
+    for id in &ids {
+        assert_eq!(d.get(id)["metadata"]["n"], EACH - 1);
+    }
+}

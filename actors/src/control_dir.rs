@@ -408,7 +408,10 @@ impl ControlDir {
             )?;
             f.write_all(contents)?;
             f.sync_all()?;
-            fs::rename(&tmp, self.path.join(name))
+            fs::rename(&tmp, self.path.join(name))?;
+            // The rename itself is durable only once the directory is (power loss between
+            // a fold's rename and its journal truncation would otherwise lose both).
+            fs::File::open(&self.path)?.sync_all()
         })();
         if result.is_err() {
             let _ = fs::remove_file(&tmp);

@@ -187,15 +187,15 @@ impl PersistState {
                 f.write_all(lead)?;
             }
             f.write_all(bytes)?;
-            if self.fsync {
-                f.sync_data()?;
-            }
             Ok(())
         })();
         match result {
             Ok(()) => {
                 self.journal_bytes += (lead.len() + bytes.len()) as u64;
                 self.torn = false;
+                // With --fsync, one fdatasync covers every line written since the last
+                // (group commit: `sync_pending`); acknowledgements wait for it.
+                self.unsynced |= self.fsync;
                 Ok(())
             }
             Err(e) => {
@@ -207,6 +207,27 @@ impl PersistState {
                 }
                 Err(e)
             }
+        }
+    }
+
+    /// `--fsync`: make every journal line written so far durable with one fdatasync, then
+    /// release the acknowledgements that waited for it (each with the journal's state: a
+    /// failed sync is `persistence_failed`, and mutations are refused until a write works).
+    pub(super) fn sync_pending(&mut self) {
+        self.sync_scheduled = false;
+        if std::mem::take(&mut self.unsynced) {
+            let synced = match self.journal.as_ref() {
+                Some(f) => f.sync_data(),
+                None => Err(io::Error::other("registry.journal is not open")),
+            };
+            Stats::add(&self.stats.journal_syncs, 1);
+            if let Err(e) = synced {
+                self.fell_behind(&e);
+            }
+        }
+        let durable = self.not_durable();
+        for done in std::mem::take(&mut self.pending_acks) {
+            done(durable.clone());
         }
     }
 

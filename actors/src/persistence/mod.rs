@@ -97,7 +97,7 @@ pub enum PersistMsg {
     /// Everything sent before this has been handled: run the closure with whether the
     /// journal is caught up (`Err(persistence_failed)` while writes fail). It answers the
     /// caller.
-    Ack(Box<dyn FnOnce(Result<(), ErrorBody>) + Send>),
+    Ack(AckFn),
     /// Try to catch up now if writes were failing; answer whether the journal is writable.
     /// Asked before a mutation while `daemon.stats` `journal_behind` is set.
     Writable(RpcReplyPort<Result<(), ErrorBody>>),
@@ -111,6 +111,9 @@ pub enum PersistMsg {
     Get(String, RpcReplyPort<Option<Record>>),
     /// Fold the journal into a snapshot now (clean shutdown).
     Flush(RpcReplyPort<()>),
+    /// `--fsync` group commit (sent by the actor to itself): sync the journal once for every
+    /// line written so far and release the acknowledgements waiting for it.
+    Sync,
 }
 
 /// How the actor was configured.
@@ -161,7 +164,16 @@ pub struct PersistState {
     fold_failing: bool,
     /// After a failed fold, the journal size at which the next one is tried.
     next_fold_at: u64,
+    /// `--fsync`: journal lines were written since the last fdatasync.
+    unsynced: bool,
+    /// `--fsync`: acknowledgements waiting for the next fdatasync, in arrival order.
+    pending_acks: Vec<AckFn>,
+    /// A [`PersistMsg::Sync`] is queued.
+    sync_scheduled: bool,
 }
+
+/// What a [`PersistMsg::Ack`] runs once the operations before it are durable.
+pub type AckFn = Box<dyn FnOnce(Result<(), ErrorBody>) + Send>;
 
 /// The actor.
 pub struct PersistenceActor;
@@ -186,6 +198,9 @@ impl PersistState {
             retain: retain.min(RETAINED_RECORDS_MAX),
             fold_failing: false,
             next_fold_at: 0,
+            unsynced: false,
+            pending_acks: Vec::new(),
+            sync_scheduled: false,
         }
     }
 
@@ -314,7 +329,7 @@ impl Actor for PersistenceActor {
 
     async fn handle(
         &self,
-        _myself: ActorRef<PersistMsg>,
+        myself: ActorRef<PersistMsg>,
         msg: PersistMsg,
         state: &mut PersistState,
     ) -> Result<(), ActorProcessingErr> {
@@ -340,7 +355,20 @@ impl Actor for PersistenceActor {
                     }
                 }
             }
+            // Group commit: with --fsync and lines not yet synced, the acknowledgement waits
+            // for one fdatasync queued behind whatever else arrived meanwhile (the other
+            // clients' lines), which covers them all.
+            PersistMsg::Ack(done) if state.unsynced => {
+                state.pending_acks.push(done);
+                if !state.sync_scheduled {
+                    state.sync_scheduled = true;
+                    if myself.cast(PersistMsg::Sync).is_err() {
+                        state.sync_pending();
+                    }
+                }
+            }
             PersistMsg::Ack(done) => done(state.not_durable()),
+            PersistMsg::Sync => tokio::task::block_in_place(|| state.sync_pending()),
             PersistMsg::Writable(reply) => {
                 state.catch_up();
                 let _ = reply.send(state.not_durable());
@@ -354,6 +382,8 @@ impl Actor for PersistenceActor {
             PersistMsg::Flush(reply) => {
                 // A failed fold (logged) leaves registry.json and the journal as they were.
                 let _ = tokio::task::block_in_place(|| state.fold());
+                // Acknowledgements waiting for a sync go out now (the fold synced).
+                state.sync_pending();
                 let _ = reply.send(());
             }
         }
@@ -474,20 +504,25 @@ mod tests {
     #[test]
     fn count_cap_keeps_the_newest_and_audit_is_bounded() {
         let now = SystemTime::now();
-        let recs: Vec<Record> = (0..RETENTION_COUNT + 20)
-            .map(|i| {
-                rec(
-                    view(i, Lifecycle::Running, now - Duration::from_secs(i as u64)),
-                    0,
-                    0,
-                )
-            })
-            .collect();
-        let kept = apply_retention(recs, now, RETENTION_COUNT);
+        let recs = |lifecycle| -> Vec<Record> {
+            (0..RETENTION_COUNT + 20)
+                .map(|i| {
+                    rec(
+                        view(i, lifecycle, now - Duration::from_secs(i as u64)),
+                        0,
+                        0,
+                    )
+                })
+                .collect()
+        };
+        let kept = apply_retention(recs(Lifecycle::Closed), now, RETENTION_COUNT);
         assert_eq!(kept.len(), RETENTION_COUNT);
         assert!(kept
             .iter()
             .all(|r| r.session.session_id[..8].parse::<usize>().unwrap() < RETENTION_COUNT));
+        // Never a live one: more running records than the cap all stay.
+        let kept = apply_retention(recs(Lifecycle::Running), now, RETENTION_COUNT);
+        assert_eq!(kept.len(), RETENTION_COUNT + 20);
         let kept = apply_retention(
             vec![rec(view(1, Lifecycle::Running, now), 1500, 0)],
             now,

@@ -347,6 +347,8 @@ impl PersistState {
         self.backlog.clear();
         self.backlog_lost = false;
         self.torn = false;
+        // The snapshot was synced (file and directory): it holds every line not yet synced.
+        self.unsynced = false;
         // Never through a link, never blocking on a FIFO: a symlink or FIFO planted at the
         // journal's name is refused here (its target untouched), and the next mutation's
         // journal write is refused the same way (`persistence_failed`).
