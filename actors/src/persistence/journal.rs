@@ -3,13 +3,14 @@
 //! cap that keeps it readable, and its replay at load.
 
 use super::snapshot::{parse_registry_json, read_bounded, Record};
-use super::{PersistState, BACKLOG_MAX_BYTES, JOURNAL_FILE, JOURNAL_MAX_BYTES};
+use super::{PersistMsg, PersistState, BACKLOG_MAX_BYTES, JOURNAL_FILE, JOURNAL_MAX_BYTES};
 use crate::audit_log::EncodedEntry;
 use crate::retention::last_activity;
 use crate::stats::Stats;
 use maxx_protocol::audit::AuditEntry;
 use maxx_protocol::error::{ErrorBody, ErrorCode};
 use maxx_protocol::session::{Lifecycle, SessionView};
+use ractor::ActorRef;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use std::collections::HashMap;
@@ -194,7 +195,7 @@ impl PersistState {
                 self.journal_bytes += (lead.len() + bytes.len()) as u64;
                 self.torn = false;
                 // With --fsync, one fdatasync covers every line written since the last
-                // (group commit: `sync_pending`); acknowledgements wait for it.
+                // (group commit: `start_sync`); acknowledgements wait for it.
                 self.unsynced |= self.fsync;
                 Ok(())
             }
@@ -210,25 +211,62 @@ impl PersistState {
         }
     }
 
-    /// `--fsync`: make every journal line written so far durable with one fdatasync, then
-    /// release the acknowledgements that waited for it (each with the journal's state: a
-    /// failed sync is `persistence_failed`, and mutations are refused until a write works).
-    pub(super) fn sync_pending(&mut self) {
-        self.sync_scheduled = false;
-        if std::mem::take(&mut self.unsynced) {
-            let synced = match self.journal.as_ref() {
-                Some(f) => f.sync_data(),
-                None => Err(io::Error::other("registry.journal is not open")),
-            };
-            Stats::add(&self.stats.journal_syncs, 1);
-            if let Err(e) = synced {
-                self.fell_behind(&e);
-            }
+    /// `--fsync` group commit: start one fdatasync covering every journal line written so
+    /// far, for the acknowledgements waiting (`pending_acks`), unless one is in flight: then
+    /// they wait for the next, started as soon as that one ends ([`Self::synced`]). The sync
+    /// runs on a blocking thread, so lines keep being written meanwhile and the next sync
+    /// covers all of them: the busier the daemon, the more each sync serves.
+    pub(super) fn start_sync(&mut self, myself: &ActorRef<PersistMsg>) {
+        if self.sync_in_flight || self.pending_acks.is_empty() {
+            return;
+        }
+        if !self.unsynced {
+            // Everything written is durable already (a sync or a fold covered it).
+            let durable = self.not_durable();
+            release(std::mem::take(&mut self.pending_acks), &durable);
+            return;
+        }
+        let file = match self.journal.as_ref().map(File::try_clone) {
+            Some(Ok(file)) => file,
+            Some(Err(e)) => return self.sync_failed(&e),
+            None => return self.sync_failed(&io::Error::other("registry.journal is not open")),
+        };
+        self.unsynced = false;
+        self.syncing = std::mem::take(&mut self.pending_acks);
+        self.sync_in_flight = true;
+        let myself = myself.clone();
+        tokio::task::spawn_blocking(move || {
+            let result = file.sync_data().map_err(|e| e.to_string());
+            let _ = myself.cast(PersistMsg::Synced(result));
+        });
+    }
+
+    /// The sync [`Self::start_sync`] started ended: release the acknowledgements it covered
+    /// (a failed sync is `persistence_failed` for each, and mutations are refused until a
+    /// write works), then start the next one for those that arrived meanwhile.
+    pub(super) fn synced(&mut self, result: Result<(), String>, myself: &ActorRef<PersistMsg>) {
+        self.sync_in_flight = false;
+        Stats::add(&self.stats.journal_syncs, 1);
+        if let Err(e) = result {
+            self.fell_behind(&io::Error::other(e));
         }
         let durable = self.not_durable();
-        for done in std::mem::take(&mut self.pending_acks) {
-            done(durable.clone());
-        }
+        release(std::mem::take(&mut self.syncing), &durable);
+        self.start_sync(myself);
+    }
+
+    fn sync_failed(&mut self, e: &io::Error) {
+        self.fell_behind(e);
+        let durable = self.not_durable();
+        release(std::mem::take(&mut self.pending_acks), &durable);
+    }
+
+    /// A fold synced the snapshot, which holds every line: release every acknowledgement
+    /// waiting for a sync (one still in flight finds none left).
+    pub(super) fn folded_synced(&mut self) {
+        let durable = self.not_durable();
+        release(std::mem::take(&mut self.syncing), &durable);
+        release(std::mem::take(&mut self.pending_acks), &durable);
     }
 
     pub(super) fn behind(&self) -> bool {
@@ -335,5 +373,11 @@ impl PersistState {
                 self.fell_behind(&e);
             }
         }
+    }
+}
+
+fn release(acks: Vec<super::AckFn>, durable: &Result<(), ErrorBody>) {
+    for done in acks {
+        done(durable.clone());
     }
 }

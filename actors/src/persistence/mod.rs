@@ -111,9 +111,9 @@ pub enum PersistMsg {
     Get(String, RpcReplyPort<Option<Record>>),
     /// Fold the journal into a snapshot now (clean shutdown).
     Flush(RpcReplyPort<()>),
-    /// `--fsync` group commit (sent by the actor to itself): sync the journal once for every
-    /// line written so far and release the acknowledgements waiting for it.
-    Sync,
+    /// `--fsync` group commit: the journal sync the actor started on a blocking thread ended
+    /// (sent by that thread).
+    Synced(Result<(), String>),
 }
 
 /// How the actor was configured.
@@ -168,8 +168,10 @@ pub struct PersistState {
     unsynced: bool,
     /// `--fsync`: acknowledgements waiting for the next fdatasync, in arrival order.
     pending_acks: Vec<AckFn>,
-    /// A [`PersistMsg::Sync`] is queued.
-    sync_scheduled: bool,
+    /// `--fsync`: acknowledgements the sync in flight covers.
+    syncing: Vec<AckFn>,
+    /// An fdatasync runs on a blocking thread.
+    sync_in_flight: bool,
 }
 
 /// What a [`PersistMsg::Ack`] runs once the operations before it are durable.
@@ -200,7 +202,8 @@ impl PersistState {
             next_fold_at: 0,
             unsynced: false,
             pending_acks: Vec::new(),
-            sync_scheduled: false,
+            syncing: Vec::new(),
+            sync_in_flight: false,
         }
     }
 
@@ -355,20 +358,14 @@ impl Actor for PersistenceActor {
                     }
                 }
             }
-            // Group commit: with --fsync and lines not yet synced, the acknowledgement waits
-            // for one fdatasync queued behind whatever else arrived meanwhile (the other
-            // clients' lines), which covers them all.
-            PersistMsg::Ack(done) if state.unsynced => {
+            // Group commit (--fsync): with lines not yet synced, or a sync in flight that may
+            // be the one covering this acknowledgement's lines, it waits for the next sync.
+            PersistMsg::Ack(done) if state.unsynced || state.sync_in_flight => {
                 state.pending_acks.push(done);
-                if !state.sync_scheduled {
-                    state.sync_scheduled = true;
-                    if myself.cast(PersistMsg::Sync).is_err() {
-                        state.sync_pending();
-                    }
-                }
+                state.start_sync(&myself);
             }
             PersistMsg::Ack(done) => done(state.not_durable()),
-            PersistMsg::Sync => tokio::task::block_in_place(|| state.sync_pending()),
+            PersistMsg::Synced(result) => state.synced(result, &myself),
             PersistMsg::Writable(reply) => {
                 state.catch_up();
                 let _ = reply.send(state.not_durable());
@@ -383,7 +380,9 @@ impl Actor for PersistenceActor {
                 // A failed fold (logged) leaves registry.json and the journal as they were.
                 let _ = tokio::task::block_in_place(|| state.fold());
                 // Acknowledgements waiting for a sync go out now (the fold synced).
-                state.sync_pending();
+                if !state.unsynced {
+                    state.folded_synced();
+                }
                 let _ = reply.send(());
             }
         }
