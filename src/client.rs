@@ -20,6 +20,9 @@ use std::time::{Duration, Instant};
 /// How long a request that found no daemon waits for the one a running keeper is starting
 /// (a recovery takes tens of milliseconds; see `docs/recovery.md`).
 const RECOVERY_WAIT: Duration = Duration::from_secs(5);
+/// How long a client whose daemon died waits for a sign that a keeper is replacing it
+/// (`keeper.pid`, or a new daemon in `daemon.pid`) before it reports `no_daemon`.
+const RECOVERY_SIGN: Duration = Duration::from_secs(2);
 
 /// Where the CLI talks to.
 #[derive(Debug, Clone)]
@@ -144,29 +147,44 @@ fn lost(target: &Target, served_by: Option<u32>, otherwise: ClientError) -> Clie
     restarted(target, served_by).unwrap_or(otherwise)
 }
 
-/// `daemon_restarted`, if the daemon that served the connection is gone and a keeper runs.
-/// Only asked when a connection ended without its answer or end line, which a live daemon
-/// never does: gone means `daemon.pid` names another daemon already, or the pid it named
-/// exits within 5 s (watched on a pidfd: the daemon's descriptors close a moment before it
-/// is reported gone, longer on a loaded machine).
+/// `daemon_restarted`, if the daemon that served the connection is gone and a recovery is
+/// under way; `no_daemon` if it is gone and nothing replaces it. Only asked when a
+/// connection ended without its answer or end line, which a live daemon never does: gone
+/// means `daemon.pid` names another daemon already, or the pid it named exits within 5 s
+/// (watched on a pidfd: the daemon's descriptors close a moment before it is reported
+/// gone, longer on a loaded machine). A recovery is under way when a keeper runs or a new
+/// daemon is named; the keeper writes `keeper.pid` only once its first daemon served, which
+/// may be just after that daemon died, so its absence is waited out for [`RECOVERY_SIGN`].
 fn restarted(target: &Target, served_by: Option<u32>) -> Option<ClientError> {
     let pid = served_by?;
-    if !keeper_running(target) {
+    let replaced = || serving_daemon(target).is_some_and(|now| now != pid);
+    if !(replaced() || gone_within(pid, Duration::from_secs(5))) {
         return None;
     }
-    let replaced = || serving_daemon(target).is_some_and(|now| now != pid);
-    if replaced() || gone_within(pid, Duration::from_secs(5)) || replaced() {
+    let recovering = wait_on_dir(target, RECOVERY_SIGN, || {
+        Ok((keeper_running(target) || replaced()).then_some(()))
+    });
+    if !matches!(recovering, Ok(Some(()))) {
         return Some(ClientError::NoDaemon(
             ErrorBody::new(
-                ErrorCode::DaemonRestarted,
-                "the daemon died before it answered; its keeper is starting a new one",
+                ErrorCode::NoDaemon,
+                "the daemon ended before it answered, and no keeper is starting another",
             )
             .with_remedy(
-                "read the session before retrying a change (it may have been applied); a wait or watch can simply be opened again",
+                "read the session before retrying a change once a daemon runs (it may have \
+                 been applied); start one with `maxx daemon --detach`",
             ),
         ));
     }
-    None
+    Some(ClientError::NoDaemon(
+        ErrorBody::new(
+            ErrorCode::DaemonRestarted,
+            "the daemon died before it answered; its keeper is starting a new one",
+        )
+        .with_remedy(
+            "read the session before retrying a change (it may have been applied); a wait or watch can simply be opened again",
+        ),
+    ))
 }
 
 /// Connect to the socket; if nothing answers while a keeper runs, wait (at most
@@ -179,6 +197,27 @@ fn connect(target: &Target) -> io::Result<UnixStream> {
         Err(e) if !keeper_running(target) => return Err(e),
         Err(_) => {}
     }
+    let mut refused = None;
+    let connected = wait_on_dir(target, RECOVERY_WAIT, || match UnixStream::connect(&path) {
+        Ok(s) => Ok(Some(s)),
+        Err(e) if keeper_running(target) => {
+            refused = Some(e);
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    })?;
+    connected.ok_or_else(|| refused.unwrap_or_else(|| io::Error::other("no daemon")))
+}
+
+/// Try `attempt` until it gives a value (`Ok(Some)`), gives up (`Err`), or `limit` passes
+/// (`Ok(None)`); between tries, wait for something to be created, renamed into or changed in
+/// the control dir (inotify: a new daemon's socket or pid file), never on a timer. Watched
+/// first, tried second, so a change in between is not missed.
+fn wait_on_dir<T>(
+    target: &Target,
+    limit: Duration,
+    mut attempt: impl FnMut() -> io::Result<Option<T>>,
+) -> io::Result<Option<T>> {
     use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
     use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
     let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC)?;
@@ -186,16 +225,14 @@ fn connect(target: &Target) -> io::Result<UnixStream> {
         &target.control_dir,
         AddWatchFlags::IN_CREATE | AddWatchFlags::IN_MOVED_TO | AddWatchFlags::IN_ATTRIB,
     )?;
-    let deadline = Instant::now() + RECOVERY_WAIT;
+    let deadline = Instant::now() + limit;
     loop {
-        // Watched first, tried second: a socket created in between is not missed.
-        let refused = match UnixStream::connect(&path) {
-            Ok(s) => return Ok(s),
-            Err(e) => e,
-        };
+        if let Some(value) = attempt()? {
+            return Ok(Some(value));
+        }
         let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() || !keeper_running(target) {
-            return Err(refused);
+        if left.is_zero() {
+            return Ok(None);
         }
         let ms = PollTimeout::try_from(left.as_millis().max(1) as i32).unwrap_or(PollTimeout::MAX);
         let mut fds = [PollFd::new(
@@ -242,10 +279,6 @@ pub fn send_request(
         }
         Err(e) => return Err(no_daemon(target, &e.to_string())),
     };
-    let mut stream = match connect(target) {
-        Ok(s) => s,
-        Err(e) => return Err(no_daemon(target, &e.to_string())),
-    };
     let token = dir
         .read_token()
         .map_err(|e| no_daemon(target, &format!("cannot read the token: {e}")))?;
@@ -259,9 +292,30 @@ pub fn send_request(
     };
     let mut line = serde_json::to_vec(&envelope).expect("request encodes");
     line.push(b'\n');
-    stream
-        .write_all(&line)
-        .map_err(|e| failed("writing to", e))?;
+    let mut retried = false;
+    let stream = loop {
+        let mut stream = match connect(target) {
+            Ok(s) => s,
+            Err(e) => return Err(no_daemon(target, &e.to_string())),
+        };
+        match stream.write_all(&line) {
+            Ok(()) => break stream,
+            // The daemon closed before it had the whole line (it died, or an upgrade closed
+            // its socket with this connection still in the accept queue), so it cannot have
+            // acted on it: with a keeper starting the next daemon, send it there, once.
+            Err(e)
+                if !retried
+                    && matches!(
+                        e.kind(),
+                        io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset
+                    )
+                    && keeper_running(target) =>
+            {
+                retried = true;
+            }
+            Err(e) => return Err(failed("writing to", e)),
+        }
+    };
     if half_close {
         let _ = stream.shutdown(std::net::Shutdown::Write);
     }
@@ -293,8 +347,12 @@ pub fn stream_lines(
             if ended {
                 return Ok(());
             }
-            // Cut short: the daemon itself may be gone.
-            return restarted(target, served_by).map_or(Ok(()), Err);
+            // Cut short: the daemon itself may be gone; a live one never does this.
+            return Err(restarted(target, served_by).unwrap_or_else(|| {
+                ClientError::Failed(ErrorBody::internal(
+                    "the daemon closed the stream without its end line",
+                ))
+            }));
         }
         let value: Value = serde_json::from_slice(&buf).map_err(|e| {
             ClientError::Failed(ErrorBody::internal(format!(

@@ -230,6 +230,7 @@ pub async fn run(
         }),
         keeper: keeper.clone(),
     });
+    let spawn_stats = spawn.stats.clone();
     let (root, root_handle) = Actor::spawn(
         Some("root".into()),
         RootSupervisor,
@@ -251,10 +252,8 @@ pub async fn run(
     .await
     .map_err(|e| DaemonError::Failed(e.to_string()))?;
     tracing::info!(control_dir = %dir.path().display(), pid = std::process::id(), "maxx daemon ready");
+    // (The keeper heard `Ready` from the root, just before the listener started.)
     on_ready(&dir);
-    if let Some(keeper) = &keeper {
-        keeper.ready();
-    }
 
     let mut root_handle = root_handle;
     let vanished = control_dir_vanished(dir.path());
@@ -270,7 +269,7 @@ pub async fn run(
     tokio::pin!(handover);
     let result = loop {
         break tokio::select! {
-            _ = &mut handover => hand_over().await,
+            _ = &mut handover => hand_over(&spawn_stats).await,
             _ = term.recv() => { tracing::info!("SIGTERM: stopping"); Ok(()) }
             _ = int.recv() => { tracing::info!("SIGINT: stopping"); Ok(()) }
             _ = hup.recv() => {
@@ -339,13 +338,44 @@ pub async fn run(
     result
 }
 
-/// `maxx daemon upgrade`: fold the journal (every acknowledged change is already in it; the
-/// fold only saves the next daemon a replay) and exit at once, without ending any session:
-/// the keeper, which holds every master and is about to be every child's parent, hands them
-/// to the daemon it starts from the binary on disk. Requests and streams in flight are cut
-/// (the CLI reports `daemon_restarted`); `Stopping` is never sent.
-async fn hand_over() -> ! {
+/// How long an upgrade waits for the short requests in flight to be answered.
+pub const UPGRADE_DRAIN: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// `maxx daemon upgrade`: stop accepting (a new client finds no daemon and, a keeper being
+/// there, waits for the next one), let the short requests in flight be answered (at most
+/// [`UPGRADE_DRAIN`]), fold the journal (every acknowledged change is already in it; the
+/// fold only saves the next daemon a replay) and exit without ending any session: the
+/// keeper, which holds every master and is about to be every child's parent, hands them to
+/// the daemon it starts from the binary on disk. Streams, waits and attaches are cut (the
+/// CLI reports `daemon_restarted`); `Stopping` is never sent.
+async fn hand_over(stats: &crate::stats::Stats) -> ! {
     tracing::warn!("SIGUSR2: handing the sessions over to a new daemon (upgrade)");
+    if let Some(cell) = ractor::registry::where_is("listener") {
+        let listener: ractor::ActorRef<crate::listener::ListenerMsg> = cell.into();
+        let _ = listener
+            .call(crate::listener::ListenerMsg::Close, Some(UPGRADE_DRAIN))
+            .await;
+    }
+    let in_flight = || {
+        stats.connections.load(std::sync::atomic::Ordering::Relaxed)
+            - stats.long_lived.load(std::sync::atomic::Ordering::Relaxed)
+    };
+    let deadline = tokio::time::Instant::now() + UPGRADE_DRAIN;
+    loop {
+        let changed = stats.connection_changed.notified();
+        tokio::pin!(changed);
+        changed.as_mut().enable();
+        if in_flight() <= 0 {
+            break;
+        }
+        if tokio::time::timeout_at(deadline, changed).await.is_err() {
+            tracing::warn!(
+                requests = in_flight(),
+                "requests still in flight after the upgrade's drain; they are cut"
+            );
+            break;
+        }
+    }
     if let Some(cell) = ractor::registry::where_is("persistence") {
         let persist: ractor::ActorRef<crate::persistence::PersistMsg> = cell.into();
         let _ = persist

@@ -27,8 +27,13 @@ pub struct ListenerArgs {
     pub ctx: Arc<DaemonContext>,
 }
 
-/// No messages besides supervision events.
-pub enum ListenerMsg {}
+/// Messages besides supervision events.
+pub enum ListenerMsg {
+    /// Stop accepting (`maxx daemon upgrade`): the socket is closed, so a new client finds no
+    /// daemon and (with a keeper running) waits for the next one; connections already
+    /// accepted are served to their end.
+    Close(ractor::RpcReplyPort<()>),
+}
 
 /// State: the accept loop, aborted when the listener stops.
 pub struct ListenerState {
@@ -79,6 +84,23 @@ impl Actor for Listener {
             }
         });
         Ok(ListenerState { accept })
+    }
+
+    async fn handle(
+        &self,
+        _myself: ActorRef<ListenerMsg>,
+        msg: ListenerMsg,
+        state: &mut ListenerState,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            ListenerMsg::Close(reply) => {
+                state.accept.abort();
+                // The accept task owns the socket: it is closed once the task is gone.
+                let _ = (&mut state.accept).await;
+                let _ = reply.send(());
+            }
+        }
+        Ok(())
     }
 
     async fn handle_supervisor_evt(

@@ -273,6 +273,13 @@ impl Actor for RootSupervisor {
                 counts.event(daemons_before),
             )));
         }
+        // Everything that can fail a start (the control dir, the registry load, the policy,
+        // the survivors) is behind us: tell the keeper before the first request is served,
+        // so a kill -9 from here on is a crash it recovers, never a failed start it gives
+        // up on (the CLI sees the daemon as soon as the listener accepts).
+        if let Some(keeper) = args.spawn.keeper.as_ref() {
+            keeper.ready();
+        }
         let ctx = Arc::new(DaemonContext {
             token: args.token,
             registry,

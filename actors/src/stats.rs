@@ -50,6 +50,9 @@ pub struct Stats {
     pub records_dropped: AtomicI64,
     /// Connections being served.
     pub connections: AtomicI64,
+    /// Woken when a connection ends or takes a long-lived slot (an upgrade waits on it for
+    /// the short requests in flight).
+    pub connection_changed: tokio::sync::Notify,
     /// Bytes of request lines not yet authenticated charged to the shared budget
     /// (`UNAUTH_BUDGET_BYTES`; each connection's first `UNAUTH_FREE_BYTES` are not charged).
     pub unauthenticated_bytes: AtomicI64,

@@ -246,6 +246,10 @@ impl Table {
                     self.by_pid.remove(&old.pid);
                 }
                 let master = fds.pop().expect("checked: exactly one descriptor");
+                // A daemon that registers a session has served a create: it started, even if
+                // its `Ready` has not reached us yet (it is sent after the socket serves, and
+                // a kill -9 in between must still be a crash to recover, not a failed start).
+                facts.ready = true;
                 self.by_pid.insert(pid, surface_id.clone());
                 self.entries.insert(
                     surface_id,
@@ -611,6 +615,15 @@ mod tests {
         assert!(w.facts.ready && !w.facts.stopping);
         assert_eq!(w.send(ToKeeper::Stopping, vec![]), Handled::Applied);
         assert!(w.facts.stopping);
+        // A registration says the daemon served (its Ready may still be on the way).
+        let mut w = World::new();
+        assert_eq!(w.send(register("S1", 100), vec![fd()]), Handled::Applied);
+        assert!(w.facts.ready);
+        assert_eq!(
+            decide(DaemonEnd::Signal(9), w.facts, 0),
+            Decision::Restart,
+            "killed after serving a create: recovered"
+        );
     }
 
     #[test]

@@ -139,6 +139,7 @@ impl Actor for ConnectionActor {
             if stats.connections.fetch_sub(1, Ordering::Relaxed) == 1 {
                 crate::memory::idle(&stats);
             }
+            stats.connection_changed.notify_waiters();
         }
         myself.stop(None);
         Ok(())
@@ -249,6 +250,7 @@ fn long_lived_slot(ctx: &DaemonContext, method: &str) -> Result<LongLivedSlot, E
         )
     })?;
     Stats::add(&ctx.spawn.stats.long_lived, 1);
+    ctx.spawn.stats.connection_changed.notify_waiters();
     Ok(LongLivedSlot {
         _permit: permit,
         stats: ctx.spawn.stats.clone(),
