@@ -100,13 +100,18 @@ impl Daemon {
         if std::fs::hard_link(maxx_bin(), &linked).is_err() {
             std::fs::copy(maxx_bin(), &linked).unwrap();
         }
+        Daemon::launched_from(tmp, control, linked)
+    }
+
+    /// Start `maxx daemon` as `bin` (a link to or a wrapper of the binary).
+    fn launched_from(tmp: tempfile::TempDir, control: PathBuf, bin: PathBuf) -> Daemon {
         let mut d = Daemon {
             tmp,
             control,
             child: None,
             extra: Vec::new(),
             env: Vec::new(),
-            bin: linked,
+            bin,
             started: Instant::now(),
             launches: 0,
             peak_kib: 0,
@@ -131,19 +136,7 @@ impl Daemon {
         .unwrap();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let mut d = Daemon {
-            tmp,
-            control,
-            child: None,
-            extra: Vec::new(),
-            env: Vec::new(),
-            bin: wrapper,
-            started: Instant::now(),
-            launches: 0,
-            peak_kib: 0,
-        };
-        d.launch();
-        d
+        Daemon::launched_from(tmp, control, wrapper)
     }
 
     /// Start a daemon with extra environment (e.g. a profiles file).
