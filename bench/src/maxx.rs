@@ -121,6 +121,8 @@ pub struct Daemon {
     pub client: Client,
     /// `perf record` attached to the daemon when `MAXX_BENCH_PERF=<dir>` is set.
     perf: Option<Child>,
+    /// The daemon, once its keeper was killed ([`Daemon::without_keeper`]): stopped by pid.
+    orphan: Option<u32>,
 }
 
 impl Daemon {
@@ -138,6 +140,7 @@ impl Daemon {
             child: None,
             extra: extra.iter().map(|s| s.to_string()).collect(),
             perf: None,
+            orphan: None,
         };
         d.launch()?;
         Ok(d)
@@ -300,8 +303,37 @@ impl Daemon {
     }
 
     /// Signal the daemon and wait (SIGKILL after 10 s).
+    /// Kill -9 the keeper alone: the daemon goes on serving its sessions without one (what
+    /// the drain path costs with no keeper holding the masters).
+    pub fn without_keeper(&mut self) -> R<()> {
+        let daemon = self.pid();
+        if let Some(mut keeper) = self.child.take() {
+            unsafe { libc::kill(keeper.id() as i32, libc::SIGKILL) };
+            keeper.wait()?;
+        }
+        self.orphan = Some(daemon);
+        Ok(())
+    }
+
     pub fn stop_with(&mut self, sig: i32) {
         self.stop_perf();
+        if let Some(pid) = self.orphan.take() {
+            unsafe { libc::kill(pid as i32, sig) };
+            let _ = wait_until(
+                "the daemon without a keeper to stop",
+                Duration::from_secs(10),
+                Duration::from_millis(5),
+                || {
+                    // Gone, or a zombie nobody may reap (its parent is whoever adopted it).
+                    std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |st| {
+                        st.rsplit(')')
+                            .next()
+                            .and_then(|a| a.split_whitespace().next())
+                            == Some("Z")
+                    })
+                },
+            );
+        }
         if let Some(mut child) = self.child.take() {
             unsafe { libc::kill(child.id() as i32, sig) };
             let deadline = Instant::now() + Duration::from_secs(10);

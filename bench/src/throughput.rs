@@ -194,6 +194,10 @@ pub fn run(cfg: &Cfg) -> R<(Vec<Row>, Value)> {
     let f = file.display().to_string();
     let daemon = Daemon::start(&cfg.maxx, &[])?;
     let c = daemon.client.clone();
+    let mut alone = Daemon::start(&cfg.maxx, &[])?;
+    alone.without_keeper()?;
+    let mut rate_no_keeper = Vec::new();
+    let mut r_keeper = Vec::new();
     let tmux = Tmux::start("keep", 200, 50)?;
     let mb = size as f64 / 1e6;
     let big = Duration::from_secs(600);
@@ -219,22 +223,14 @@ pub fn run(cfg: &Cfg) -> R<(Vec<Row>, Value)> {
         }
 
         // maxx, drain path only
-        let cpu0 = cpu_ticks(daemon.pid());
-        let id = c.create(json!({"command": format!("read x; cat {f}; exit 0"), "cols": 200, "rows": 50, "focus": false}))?;
-        let mut wait = c.open(
-            "sessions.wait",
-            json!({"session_id": id, "lifecycle": "exited", "timeout": big.as_secs()}),
-        )?;
-        let t0 = release(&c, &id)?;
-        let v = read_line(&mut wait)?;
-        let drain_s = t0.elapsed().as_secs_f64();
-        let cpu1 = cpu_ticks(daemon.pid());
-        if v["result"]["outcome"] != "matched" {
-            return Err(format!("maxx exit wait: {v}").into());
-        }
-        daemon_cpu.push((cpu1 - cpu0) as f64 / ticks_per_sec() / drain_s);
-        cpu_per_100mb[0].push((cpu1 - cpu0) as f64 / ticks_per_sec() * 100.0 / mb);
-        c.close(&id).ok();
+        let (drain_s, cpu_s) = drain(&c, daemon.pid(), &f, big)?;
+        daemon_cpu.push(cpu_s / drain_s);
+        cpu_per_100mb[0].push(cpu_s * 100.0 / mb);
+        // the same with the keeper gone (issue 20: holding the masters must not cost the
+        // drain path)
+        let (alone_s, _) = drain(&alone.client, alone.pid(), &f, big)?;
+        rate_no_keeper.push(mb / alone_s);
+        r_keeper.push(alone_s / drain_s);
 
         // maxx, drain path with a person attached (bytes forwarded through the actor)
         let id = c.create(json!({"command": format!("read x; cat {f}; exit 0"), "cols": 200, "rows": 50, "focus": false}))?;
@@ -372,6 +368,10 @@ pub fn run(cfg: &Cfg) -> R<(Vec<Row>, Value)> {
                 median(&cpu_per_100mb[0]),
                 median(&cpu_per_100mb[1])
             )),
+        Row::new("throughput", "output, nobody reading, keeper killed (no master held)", "MB/s")
+            .maxx(Summary::of(&rate_no_keeper))
+            .ratio("with/without keeper", Summary::of(&r_keeper))
+            .note("the keeper holds a duplicate of each master and is never on the drain path: the ratio should be 1 within noise".to_string()),
         Row::new("throughput", "output, drain path + one `attach` client reading", "MB/s")
             .maxx(Summary::of(&rate_attached))
             .tmux(Summary::of(&rate[3]))
@@ -385,6 +385,7 @@ pub fn run(cfg: &Cfg) -> R<(Vec<Row>, Value)> {
         "mb_per_s": {
             "bare": Summary::of(&rate[0]).map(|s| s.json()),
             "maxx_drain": Summary::of(&rate[1]).map(|s| s.json()),
+            "maxx_drain_no_keeper": Summary::of(&rate_no_keeper).map(|s| s.json()),
             "maxx_grid": Summary::of(&rate[2]).map(|s| s.json()),
             "maxx_attached": Summary::of(&rate_attached).map(|s| s.json()),
             "tmux": Summary::of(&rate[3]).map(|s| s.json()),
@@ -400,6 +401,26 @@ pub fn run(cfg: &Cfg) -> R<(Vec<Row>, Value)> {
         "screen_model": "maxx's alacritty_terminal grid parses every byte, lazily, off the drain path (issue 17); 'grid' = a pending sessions.wait --until also makes the grid workers match the new rows, 'drain' = nobody reads (light pass + backlog in the pump, grid workers parse in batches), 'attached' = drain + every chunk forwarded to one attach client",
     });
     Ok((rows, detail))
+}
+
+/// `read x; cat F; exit 0` in a new session of the daemon `pid` serves through `c`, from the
+/// submit that releases it until its exit wait returns: (seconds, daemon CPU seconds).
+fn drain(c: &crate::maxx::Client, pid: u32, f: &str, big: Duration) -> R<(f64, f64)> {
+    let cpu0 = cpu_ticks(pid);
+    let id = c.create(json!({"command": format!("read x; cat {f}; exit 0"), "cols": 200, "rows": 50, "focus": false}))?;
+    let mut wait = c.open(
+        "sessions.wait",
+        json!({"session_id": id, "lifecycle": "exited", "timeout": big.as_secs()}),
+    )?;
+    let t0 = release(c, &id)?;
+    let v = read_line(&mut wait)?;
+    let secs = t0.elapsed().as_secs_f64();
+    let cpu1 = cpu_ticks(pid);
+    if v["result"]["outcome"] != "matched" {
+        return Err(format!("maxx exit wait: {v}").into());
+    }
+    c.close(&id).ok();
+    Ok((secs, (cpu1 - cpu0) as f64 / ticks_per_sec()))
 }
 
 /// Once the exit waiter is registered, press Enter to release the session's `read x`; returns
