@@ -174,3 +174,117 @@ fn a_kill_9_of_the_daemon_under_load_fails_no_request_beyond_daemon_restarted() 
         unsafe { libc::kill(d.pid() as i32, libc::SIGKILL) };
     });
 }
+
+/// Issue 20's "50 live sessions" case: shells at a prompt, a full-screen program, a program
+/// with a restart policy and one that exits 7 while no daemon runs. After kill -9 of the
+/// daemon every program that was running still runs under the same pid and takes input typed
+/// after the recovery, the one that exited reads `exited` 7, and the restart policy acts on
+/// the exit it missed.
+#[test]
+fn fifty_live_sessions_survive_a_kill_9_and_take_input_after_it() {
+    let d = Daemon::start();
+    wait_for("keeper.pid", T, || read(&d.control.join("keeper.pid")));
+    let go = d.path("go");
+    let sid = |v: Value| v["session_id"].as_str().unwrap().to_string();
+    let shells: Vec<String> = (0..47)
+        .map(|i| {
+            sid(d.create(json!({"command": "PS1='ready> ' exec sh -i", "title": format!("sh{i}")})))
+        })
+        .collect();
+    let text = d.path("pages.txt");
+    let lines: String = (1..=200).map(|n| format!("page line {n}\n")).collect();
+    std::fs::write(&text, lines).unwrap();
+    let pager = sid(
+        d.create(json!({"command": format!("exec less {}", text.display()), "title": "pager"}))
+    );
+    // First run: waits for `go`, exits 1 (restarted on failure); the second sees its marker
+    // and stays.
+    let marker = d.path("restarted-once");
+    let restarting = sid(d.create(json!({
+        "command": format!(
+            "if [ -e {m} ]; then exec sleep 600; fi; touch {m}; while [ ! -e {g} ]; do sleep 0.01; done; exit 1",
+            m = marker.display(), g = go.display()
+        ),
+        "restart": "on-failure", "backoff": "50ms..100ms", "title": "restarts"
+    })));
+    let exiter = sid(d.create(json!({
+        "command": format!("while [ ! -e {} ]; do sleep 0.01; done; exit 7", go.display()),
+        "title": "exits 7"
+    })));
+    assert_eq!(shells.len() + 3, 50);
+    let screen = |id: &str| -> String {
+        d.ok_as(READER, "sessions.dump", json!({"session_id": id}))["text"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    for id in &shells {
+        wait_for("a prompt", T, || {
+            screen(id).contains("ready>").then_some(())
+        });
+    }
+    wait_for("the pager's first page", T, || {
+        screen(&pager).contains("page line 1\n").then_some(())
+    });
+    wait_for("the restarting program's first run", T, || {
+        marker.exists().then_some(())
+    });
+    let running: Vec<(&String, Value)> = shells
+        .iter()
+        .chain([&pager])
+        .map(|id| (id, d.get(id)["pid"].clone()))
+        .collect();
+    let first_run = d.get(&restarting)["pid"].clone();
+
+    let old = d.pid();
+    // SAFETY: signalling the daemon our keeper started.
+    unsafe { libc::kill(old as i32, libc::SIGKILL) };
+    std::fs::write(&go, b"").unwrap();
+    wait_for("a new daemon to answer", T, || {
+        let new = d.daemon_pid().filter(|p| *p != old && process_alive(*p))?;
+        (d.call("sessions.list", json!({}))["ok"] == true).then_some(new)
+    });
+
+    for (id, pid) in &running {
+        let v = d.get(id);
+        assert_eq!(v["lifecycle"], "running", "{v}");
+        assert_eq!(&v["pid"], pid, "{v}");
+    }
+    wait_for("the exit while down", T, || {
+        (d.get(&exiter)["lifecycle"] == "exited").then_some(())
+    });
+    assert_eq!(d.get(&exiter)["exit_code"], 7);
+    wait_for("the restart policy to restart it", T, || {
+        let v = d.get(&restarting);
+        (v["lifecycle"] == "running" && v["restart_count"] == 1).then_some(())
+    });
+    assert_ne!(d.get(&restarting)["pid"], first_run);
+
+    // Input typed after the recovery reaches every program.
+    for (i, id) in shells.iter().enumerate() {
+        let out = d.path(&format!("typed{i}"));
+        d.ok(
+            "sessions.action",
+            json!({"session_id": id, "action": "submit",
+                   "input": format!("echo after > {}", out.display())}),
+        );
+    }
+    for i in 0..shells.len() {
+        let out = d.path(&format!("typed{i}"));
+        wait_for("typed input to run", T, || read(&out));
+    }
+    d.ok(
+        "sessions.send-keys",
+        json!({"session_id": pager, "keys": ["G"]}),
+    );
+    wait_for("the pager at its last page", T, || {
+        screen(&pager).contains("page line 200").then_some(())
+    });
+    d.ok(
+        "sessions.send-keys",
+        json!({"session_id": pager, "keys": ["q"]}),
+    );
+    wait_for("the pager to quit", T, || {
+        (d.get(&pager)["lifecycle"] == "exited").then_some(())
+    });
+}
