@@ -66,6 +66,10 @@ pub enum ErrorCode {
     /// user or open to others (mode not 700). maxx never repairs it; nothing was started or
     /// sent (CLI exit 1). The message says what is wrong and what to do.
     UnsafeControlDir,
+    /// `unreachable`: client-side only; a remote host (`--host`, `--hosts`) could not be
+    /// reached over ssh (refused login, unknown host, no `maxx` there) or dropped mid-answer.
+    /// The message names the host and what failed (CLI exit 3).
+    Unreachable,
 }
 
 impl ErrorCode {
@@ -93,6 +97,7 @@ impl ErrorCode {
             ErrorCode::Busy => "busy",
             ErrorCode::Ambiguous => "ambiguous",
             ErrorCode::UnsafeControlDir => "unsafe_control_dir",
+            ErrorCode::Unreachable => "unreachable",
         }
     }
 }
@@ -147,6 +152,10 @@ impl ErrorCode {
             ErrorCode::UnsafeControlDir => {
                 "fix it as the message says (maxx never repairs a control dir), or point \
                  MAXX_CONTROL_DIR at a fresh path"
+            }
+            ErrorCode::Unreachable => {
+                "check that `ssh HOST maxx status` works without a prompt (keys or an agent, a \
+                 known host key, maxx on the remote PATH), then retry"
             }
             ErrorCode::DaemonRestarted => {
                 "a new daemon took over: read the record to see whether the change was applied, \
