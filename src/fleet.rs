@@ -26,6 +26,16 @@ use std::path::Path;
 /// One host of a fleet: `None` is this machine.
 pub type Host = Option<String>;
 
+/// The commands that take `--hosts` (`maxx --capabilities`).
+pub const COMMANDS: &[&str] = &[
+    "ls",
+    "status",
+    "top --json",
+    "sessions list",
+    "stream watch",
+    "stream wait --all",
+];
+
 /// Hosts one fleet command may name.
 const HOSTS_MAX: usize = 256;
 /// The largest hosts file read.

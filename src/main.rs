@@ -248,6 +248,13 @@ fn capabilities() -> serde_json::Value {
         "mcp_tools": mcp::tool_names(),
         "hook_adapters": hook::capabilities(),
         "selectors": ["session id (any case)", "id prefix (4+ hex digits)", "%title"],
+        "remote": {
+            "transport": "ssh HOST maxx proxy",
+            "flags": ["--host", "--hosts", "--hosts-file"],
+            "env": [remote::SSH_ENV, remote::REMOTE_MAXX_ENV, "MAXX_HOST"],
+            "fleet_commands": fleet::COMMANDS,
+            "local_only": ["attach", "sessions rec", "top (without --json)", "daemon", "play", "hook", "mcp"],
+        },
     })
 }
 
