@@ -572,3 +572,23 @@ fn unreachable_line(m: &Missing) -> Value {
     json!({"type": "unreachable", "host": host_value(&m.host), "code": m.error.code,
         "message": m.error.message})
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_come_from_the_flag_and_the_file_without_repeats() {
+        let dir = std::env::temp_dir().join(format!("maxx-hosts-{}", std::process::id()));
+        std::fs::write(&dir, "# fleet\nbuild-1\n\n  gpu-2  # the big one\nlocal\n").unwrap();
+        let hosts = hosts(&["build-1".into(), "-".into()], Some(&dir)).unwrap();
+        let _ = std::fs::remove_file(&dir);
+        assert_eq!(
+            hosts,
+            Some(vec![Some("build-1".into()), None, Some("gpu-2".into())])
+        );
+        assert_eq!(super::hosts(&[], None).unwrap(), None);
+        assert!(super::hosts(&["-oProxyCommand=x".into()], None).is_err());
+        assert!(super::hosts(&["".into()], None).is_err());
+    }
+}

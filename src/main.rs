@@ -104,6 +104,17 @@ fn run(cli: Cli) -> i32 {
                     ),
                 );
             }
+            // attach's connection carries raw terminal bytes: refused before it asks for a
+            // terminal, with the same `unsupported` its connection would get.
+            if let Command::Attach(_) = command {
+                return report::response(
+                    "sessions.attach",
+                    Err(ClientError::Failed(remote::local_only(
+                        host,
+                        "sessions.attach",
+                    ))),
+                );
+            }
             target.host = Some(host.to_string());
         }
     }

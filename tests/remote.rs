@@ -711,7 +711,18 @@ fn restricted_keys_and_unreachable_hosts_are_typed() {
     let out = ssh.cli(&a, &["--host", "-oProxyCommand=true", "sessions", "list"]);
     assert_eq!(out.status.code(), Some(2));
     // attach does not travel through the proxy: refused, typed.
-    let out = ssh.cli(&a, &["--host", "alpha", "attach"]);
-    assert_ne!(out.status.code(), Some(0));
-    assert!(stderr_error(&out)["error"]["code"].is_string());
+    for args in [
+        &["--host", "alpha", "attach"][..],
+        &[
+            "--host", "alpha", "sessions", "rec", "abcd", "--out", "x.cast",
+        ],
+    ] {
+        let out = ssh.cli(&a, args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert_eq!(
+            stderr_error(&out)["error"]["code"],
+            "unsupported",
+            "{args:?}"
+        );
+    }
 }
