@@ -4,6 +4,9 @@
 //! Across a recovery (`docs/recovery.md`): a request that finds no daemon while a keeper
 //! runs waits (bounded, woken by inotify) for the keeper's new daemon; a request or stream
 //! whose daemon dies before it answers ends with `daemon_restarted`.
+//!
+//! With `--host H` the same requests travel as `ssh H maxx proxy` (`crate::remote`): a
+//! [`Conn`] is either transport, and [`request`] and [`stream_lines`] are written once.
 
 use maxx_actors::control_dir::{
     default_control_dir, ControlDir, KEEPER_PID_FILE, PID_FILE, SOCKET_FILE,
@@ -31,6 +34,9 @@ pub struct Target {
     pub control_dir: PathBuf,
     /// `--socket PATH` as given (its folder must be a valid control dir holding the token).
     pub socket: Option<PathBuf>,
+    /// `--host H` (or `MAXX_HOST`): the daemon is on H, reached as `ssh H maxx proxy`;
+    /// `None` is this machine. Checked by [`crate::remote::check_host`] before it is set.
+    pub host: Option<String>,
 }
 
 impl Target {
@@ -45,11 +51,21 @@ impl Target {
                     .map(PathBuf::from)
                     .unwrap_or_else(|| PathBuf::from(".")),
                 socket: Some(sock.clone()),
+                host: None,
             },
             None => Target {
                 control_dir: default_control_dir(),
                 socket: None,
+                host: None,
             },
+        }
+    }
+
+    /// The same daemon settings, on `host` (`None`: this machine).
+    pub fn on(&self, host: Option<String>) -> Target {
+        Target {
+            host,
+            ..self.clone()
         }
     }
 
@@ -143,7 +159,7 @@ fn serving_daemon(target: &Target) -> Option<u32> {
 
 /// What to report when the connection ended without an answer (or a stream without its
 /// end): `daemon_restarted` if the daemon that served it is gone and a keeper runs.
-fn lost(target: &Target, served_by: Option<u32>, otherwise: ClientError) -> ClientError {
+pub fn lost(target: &Target, served_by: Option<u32>, otherwise: ClientError) -> ClientError {
     restarted(target, served_by).unwrap_or(otherwise)
 }
 
@@ -254,15 +270,34 @@ fn failed(what: &str, e: io::Error) -> ClientError {
     ))
 }
 
-/// Connect and send one request line. With `half_close`, shut the write side after it.
-pub fn send_request(
+/// The request the CLI sends, without its token: the socket path adds this machine's, and
+/// over ssh `maxx proxy` adds the far side's own, so none crosses the network.
+fn envelope(method: &str, params: Value, caller: Option<&str>, confirm: bool) -> RequestEnvelope {
+    RequestEnvelope {
+        token: None,
+        method: Some(method.to_string()),
+        params: Some(params),
+        caller: caller.map(str::to_string),
+        confirm: confirm.then_some(true),
+        id: None,
+    }
+}
+
+/// One NDJSON line.
+fn line_of(envelope: &RequestEnvelope) -> Vec<u8> {
+    let mut line = serde_json::to_vec(envelope).expect("request encodes");
+    line.push(b'\n');
+    line
+}
+
+/// Connect to this machine's daemon and send `envelope` with the control dir's token (any
+/// token it carried is replaced). With `half_close`, shut the write side after it. Also
+/// returns the daemon that served it (`daemon.pid` then), for [`lost`].
+pub fn send_envelope(
     target: &Target,
-    method: &str,
-    params: Value,
-    caller: Option<&str>,
-    confirm: bool,
+    mut envelope: RequestEnvelope,
     half_close: bool,
-) -> Result<UnixStream, ClientError> {
+) -> Result<(UnixStream, Option<u32>), ClientError> {
     let dir = match ControlDir::open(&target.control_dir) {
         Ok(dir) => dir,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -279,27 +314,20 @@ pub fn send_request(
         }
         Err(e) => return Err(no_daemon(target, &e.to_string())),
     };
-    let token = dir
-        .read_token()
-        .map_err(|e| no_daemon(target, &format!("cannot read the token: {e}")))?;
-    let envelope = RequestEnvelope {
-        token: Some(token),
-        method: Some(method.to_string()),
-        params: Some(params),
-        caller: caller.map(str::to_string),
-        confirm: confirm.then_some(true),
-        id: None,
-    };
-    let mut line = serde_json::to_vec(&envelope).expect("request encodes");
-    line.push(b'\n');
+    envelope.token = Some(
+        dir.read_token()
+            .map_err(|e| no_daemon(target, &format!("cannot read the token: {e}")))?,
+    );
+    let line = line_of(&envelope);
     let mut retried = false;
-    let stream = loop {
+    let (stream, served_by) = loop {
         let mut stream = match connect(target) {
             Ok(s) => s,
             Err(e) => return Err(no_daemon(target, &e.to_string())),
         };
+        let served_by = serving_daemon(target);
         match stream.write_all(&line) {
-            Ok(()) => break stream,
+            Ok(()) => break (stream, served_by),
             // The daemon closed before it had the whole line (it died, or an upgrade closed
             // its socket with this connection still in the accept queue), so it cannot have
             // acted on it: with a keeper starting the next daemon, send it there, once.
@@ -319,7 +347,150 @@ pub fn send_request(
     if half_close {
         let _ = stream.shutdown(std::net::Shutdown::Write);
     }
-    Ok(stream)
+    Ok((stream, served_by))
+}
+
+/// Connect to this machine's daemon and send one request line (the socket itself, for the
+/// verbs that speak more than NDJSON on it: attach, rec, mcp). Refused with `--host`: those
+/// bytes do not travel through `maxx proxy`.
+pub fn send_request(
+    target: &Target,
+    method: &str,
+    params: Value,
+    caller: Option<&str>,
+    confirm: bool,
+    half_close: bool,
+) -> Result<UnixStream, ClientError> {
+    if let Some(host) = &target.host {
+        return Err(ClientError::Failed(crate::remote::local_only(host, method)));
+    }
+    send_envelope(
+        target,
+        envelope(method, params, caller, confirm),
+        half_close,
+    )
+    .map(|(stream, _)| stream)
+}
+
+/// Where a connection's lines come from: a Unix socket or an ssh child's stdout, read with
+/// an optional deadline (poll on the descriptor, so one code path serves both).
+struct Source {
+    fd: Box<dyn ReadFd>,
+    deadline: Option<Instant>,
+}
+
+trait ReadFd: Read + std::os::fd::AsFd + Send {}
+impl<T: Read + std::os::fd::AsFd + Send> ReadFd for T {}
+
+impl Read for Source {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if let Some(deadline) = self.deadline {
+            use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+            loop {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(io::ErrorKind::TimedOut.into());
+                }
+                let ms = PollTimeout::try_from(left.as_millis().clamp(1, i32::MAX as u128) as i32)
+                    .unwrap_or(PollTimeout::MAX);
+                let mut fds = [PollFd::new(self.fd.as_fd(), PollFlags::POLLIN)];
+                match poll(&mut fds, ms) {
+                    Ok(0) | Err(nix::errno::Errno::EINTR) => continue,
+                    Ok(_) => break,
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        }
+        self.fd.read(buf)
+    }
+}
+
+/// What carries one request: this machine's socket, or `ssh HOST maxx proxy`.
+enum Via {
+    /// The socket, and the daemon that served it (`daemon.pid` when it connected).
+    Local(Option<u32>),
+    /// The ssh child (its stdin is the request's write side).
+    Remote(crate::remote::Channel),
+}
+
+/// One request in flight on either transport: the CLI's request and stream logic is
+/// written once against this.
+pub struct Conn {
+    reader: BufReader<Source>,
+    via: Via,
+}
+
+/// Send one request to `target`: over its socket, or over ssh with `--host`.
+fn open(
+    target: &Target,
+    method: &str,
+    params: Value,
+    caller: Option<&str>,
+    confirm: bool,
+    half_close: bool,
+) -> Result<Conn, ClientError> {
+    let envelope = envelope(method, params, caller, confirm);
+    if let Some(host) = &target.host {
+        let (channel, stdout) =
+            crate::remote::Channel::open(host, &line_of(&envelope), half_close)?;
+        return Ok(Conn {
+            reader: BufReader::new(Source {
+                fd: Box::new(stdout),
+                deadline: None,
+            }),
+            via: Via::Remote(channel),
+        });
+    }
+    let (stream, served_by) = send_envelope(target, envelope, half_close)?;
+    Ok(Conn {
+        reader: BufReader::new(Source {
+            fd: Box::new(stream),
+            deadline: None,
+        }),
+        via: Via::Local(served_by),
+    })
+}
+
+impl Conn {
+    /// One line (at most [`RESPONSE_LINE_MAX_BYTES`]); 0 bytes at the end.
+    fn read_line(&mut self, buf: &mut Vec<u8>) -> io::Result<usize> {
+        (&mut self.reader)
+            .take(RESPONSE_LINE_MAX_BYTES as u64)
+            .read_until(b'\n', buf)
+    }
+
+    /// The connection ended (or failed) before its answer: what to report.
+    fn lost(&mut self, target: &Target, otherwise: ClientError) -> ClientError {
+        match &mut self.via {
+            Via::Local(served_by) => lost(target, *served_by, otherwise),
+            Via::Remote(channel) => channel.ended(otherwise),
+        }
+    }
+
+    /// A stream ended without its end line, which a live daemon never does: locally the
+    /// daemon restarted (or died); over ssh the host (or its daemon) went away.
+    fn cut_short(&mut self, target: &Target) -> Result<(), ClientError> {
+        match &mut self.via {
+            Via::Local(served_by) => Err(restarted(target, *served_by).unwrap_or_else(|| {
+                ClientError::Failed(ErrorBody::internal(
+                    "the daemon closed the stream without its end line",
+                ))
+            })),
+            Via::Remote(channel) => Err(channel.ended(ClientError::NoDaemon(ErrorBody::new(
+                ErrorCode::Unreachable,
+                "the stream ended without its end line",
+            )))),
+        }
+    }
+
+    /// An error line from the far side of ssh that means "could not reach a daemon there"
+    /// becomes that (exit 3, naming the host); anything else is the daemon's own answer.
+    fn unreached(&self, error: &ErrorBody) -> Option<ClientError> {
+        match &self.via {
+            Via::Remote(channel) => channel.unreached(error),
+            Via::Local(_) => None,
+        }
+    }
 }
 
 /// Send a streaming request and hand each response line to `on_line` until the daemon
@@ -332,33 +503,34 @@ pub fn stream_lines(
     confirm: bool,
     mut on_line: impl FnMut(Value),
 ) -> Result<(), ClientError> {
-    let stream = send_request(target, method, params, caller, confirm, false)?;
-    let served_by = serving_daemon(target);
-    let mut reader = BufReader::new(stream);
+    let mut conn = open(target, method, params, caller, confirm, false)?;
     // The daemon ends every stream with a line saying so (an `end`, or a refusal).
     let mut ended = false;
     loop {
         let mut buf = Vec::new();
-        let n = (&mut reader)
-            .take(RESPONSE_LINE_MAX_BYTES as u64)
-            .read_until(b'\n', &mut buf)
-            .map_err(|e| lost(target, served_by, failed("reading from", e)))?;
+        let n = match conn.read_line(&mut buf) {
+            Ok(n) => n,
+            Err(e) => return Err(conn.lost(target, failed("reading from", e))),
+        };
         if n == 0 {
             if ended {
                 return Ok(());
             }
             // Cut short: the daemon itself may be gone; a live one never does this.
-            return Err(restarted(target, served_by).unwrap_or_else(|| {
-                ClientError::Failed(ErrorBody::internal(
-                    "the daemon closed the stream without its end line",
-                ))
-            }));
+            return conn.cut_short(target);
         }
         let value: Value = serde_json::from_slice(&buf).map_err(|e| {
             ClientError::Failed(ErrorBody::internal(format!(
                 "unreadable line from the daemon: {e}"
             )))
         })?;
+        if value["ok"] == false {
+            if let Ok(error) = serde_json::from_value::<ErrorBody>(value["error"].clone()) {
+                if let Some(e) = conn.unreached(&error) {
+                    return Err(e);
+                }
+            }
+        }
         ended = value["type"] == "end" || value["ok"] == false;
         on_line(value);
     }
@@ -373,14 +545,11 @@ pub fn request(
     confirm: bool,
     timeout: Duration,
 ) -> Result<Response, ClientError> {
-    let stream = send_request(target, method, params, caller, confirm, true)?;
-    let served_by = serving_daemon(target);
-    stream
-        .set_read_timeout(Some(timeout))
-        .map_err(|e| failed("configuring", e))?;
-    let mut reader = BufReader::new(stream.take(RESPONSE_LINE_MAX_BYTES as u64));
+    let mut conn = open(target, method, params, caller, confirm, true)?;
+    // A deadline past the end of time is none.
+    conn.reader.get_mut().deadline = Instant::now().checked_add(timeout);
     let mut buf = Vec::new();
-    match reader.read_until(b'\n', &mut buf) {
+    match conn.read_line(&mut buf) {
         Ok(_) => {}
         Err(e)
             if matches!(
@@ -393,18 +562,21 @@ pub fn request(
                 format!("the daemon did not answer within {}s", timeout.as_secs()),
             )))
         }
-        Err(e) => return Err(lost(target, served_by, failed("reading from", e))),
+        Err(e) => return Err(conn.lost(target, failed("reading from", e))),
     }
     if buf.is_empty() {
-        return Err(lost(
+        return Err(conn.lost(
             target,
-            served_by,
             ClientError::Failed(ErrorBody::internal(
                 "the daemon closed the connection without answering",
             )),
         ));
     }
-    parse_response(&buf)
+    let response = parse_response(&buf)?;
+    if let Some(e) = response.error.as_ref().and_then(|e| conn.unreached(e)) {
+        return Err(e);
+    }
+    Ok(response)
 }
 
 /// The one response line of a request (empty: the daemon closed without answering).

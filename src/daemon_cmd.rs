@@ -296,6 +296,7 @@ fn upgrade(control_dir: &Path) -> Result<serde_json::Value, (i32, ErrorBody)> {
     let target = Target {
         control_dir: control_dir.to_path_buf(),
         socket: None,
+        host: None,
     };
     let deadline = std::time::Instant::now() + UPGRADE_TIMEOUT;
     loop {

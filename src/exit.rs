@@ -14,7 +14,8 @@ pub const FAILED: i32 = 1;
 /// The caller's input is wrong (`invalid_request`, `unknown_method`, `ambiguous`, or the CLI's
 /// own usage errors); nothing was done.
 pub const USAGE: i32 = 2;
-/// No daemon could be reached.
+/// No daemon could be reached (locally, or on a `--host`), or with `--hosts` the answer is
+/// partial (a host is listed in `unreachable`): retrying may help, unlike 1.
 pub const NO_DAEMON: i32 = 3;
 /// A wait timed out.
 pub const TIMEOUT: i32 = 124;
@@ -25,6 +26,13 @@ pub const RUN_GAVE_UP: i32 = 125;
 pub fn refused(method: &str, error: &ErrorBody) -> i32 {
     if method == "sessions.run" && error.code == ErrorCode::Timeout {
         return RUN_GAVE_UP;
+    }
+    // An answer that says no daemon could be reached (from the far side of `--host`).
+    if matches!(
+        error.code,
+        ErrorCode::NoDaemon | ErrorCode::DaemonRestarted | ErrorCode::Unreachable
+    ) {
+        return NO_DAEMON;
     }
     // One rule: what the caller typed is wrong (a bad value or id, a selector naming
     // several sessions, no such method) → 2; the daemon refusing a well-formed request → 1.

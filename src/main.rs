@@ -12,6 +12,8 @@
 //! - [`mcp`]: `maxx mcp`, the MCP server on stdio (tools in `mcp/tools.rs`).
 //! - [`keeper`]: the keeper process `maxx daemon` runs, with the daemon proper as its child.
 //! - [`hook`]: `maxx hook <runtime>`, result capture from agent transcripts (adapter table).
+//! - [`remote`]: `--host H`, a request carried by `ssh H maxx proxy`; [`proxy`]: `maxx
+//!   proxy`, the far side; [`fleet`]: `--hosts`, one view over several hosts.
 //!
 //! A noun-verb runs as: [`cli`] parses, [`request`] builds, [`main`]'s `dispatch` sends
 //! (starting a daemon first for `sessions create`), [`report`] prints and picks the exit code.
@@ -33,11 +35,14 @@ mod cli;
 mod client;
 mod daemon_cmd;
 mod exit;
+mod fleet;
 mod hook;
 mod human;
 mod keeper;
 mod mcp;
+mod proxy;
 mod record;
+mod remote;
 mod report;
 mod request;
 mod top;
@@ -62,7 +67,7 @@ fn main() {
 }
 
 fn run(cli: Cli) -> i32 {
-    let target = Target::resolve(cli.socket.as_ref());
+    let mut target = Target::resolve(cli.socket.as_ref());
     if cli.capabilities {
         println!("{}", views::json_text(&capabilities()));
         return exit::OK;
@@ -72,6 +77,47 @@ fn run(cli: Cli) -> i32 {
         let _ = cli::command().print_help();
         return exit::OK;
     };
+    // The far side of `--host`: always this machine's daemon.
+    if let Command::Proxy = command {
+        return proxy::run(&target, cli.caller);
+    }
+    match fleet::hosts(&cli.hosts, cli.hosts_file.as_deref()) {
+        Ok(Some(hosts)) => return fleet::run(&target, &cli.caller, hosts, command),
+        Ok(None) => {}
+        Err(e) => {
+            report::print_error(&e);
+            return exit::USAGE;
+        }
+    }
+    match cli.host.as_deref() {
+        None | Some("local") | Some("-") => {}
+        Some(host) => {
+            if let Err(e) = remote::check_host(host) {
+                report::print_error(&e);
+                return exit::USAGE;
+            }
+            if let Some(what) = local_only(&command) {
+                return report::usage_error(
+                    format!("{what} does not run with --host {host}"),
+                    format!(
+                        "run it on the host itself: `ssh {host} maxx ...` (see docs/remote.md)"
+                    ),
+                );
+            }
+            // attach's connection carries raw terminal bytes: refused before it asks for a
+            // terminal, with the same `unsupported` its connection would get.
+            if let Command::Attach(_) = command {
+                return report::response(
+                    "sessions.attach",
+                    Err(ClientError::Failed(remote::local_only(
+                        host,
+                        "sessions.attach",
+                    ))),
+                );
+            }
+            target.host = Some(host.to_string());
+        }
+    }
     let built = match command {
         Command::Daemon(DaemonArgs {
             action: Some(action),
@@ -133,14 +179,28 @@ fn run(cli: Cli) -> i32 {
         Command::Attach(a) => return human::attach(&target, &cli.caller, cli.confirm, a),
         Command::Profiles(_) => Ok(request::profiles_list()),
         Command::Stream(s) => match s.verb {
-            StreamVerb::Watch(a) => Ok(request::stream_watch(a)),
+            StreamVerb::Watch(a) => request::stream_watch(a),
             StreamVerb::Wait(a) => Ok(request::stream_wait(a)),
         },
         Command::Event(e) => match e.verb {
             EventVerb::Emit(a) => request::event_emit(a),
         },
+        Command::Proxy => unreachable!("served above"),
     };
     dispatch(&target, &cli.caller, cli.confirm, built)
+}
+
+/// The commands that act on this machine only, refused with `--host` (attach and rec are
+/// refused when they connect, as `unsupported`): `--host` never starts or manages a daemon.
+fn local_only(command: &Command) -> Option<&'static str> {
+    match command {
+        Command::Daemon(_) => Some("maxx daemon"),
+        Command::Play(_) => Some("maxx play"),
+        Command::Hook(_) => Some("maxx hook"),
+        Command::Mcp(_) => Some("maxx mcp"),
+        Command::Top(a) if !a.json => Some("maxx top (the dashboard; `top --json` works)"),
+        _ => None,
+    }
 }
 
 /// Send a built request (or report why it could not be built) and pick the exit code.
@@ -199,6 +259,13 @@ fn capabilities() -> serde_json::Value {
         "mcp_tools": mcp::tool_names(),
         "hook_adapters": hook::capabilities(),
         "selectors": ["session id (any case)", "id prefix (4+ hex digits)", "%title"],
+        "remote": {
+            "transport": "ssh HOST maxx proxy",
+            "flags": ["--host", "--hosts", "--hosts-file"],
+            "env": [remote::SSH_ENV, remote::REMOTE_MAXX_ENV, "MAXX_HOST"],
+            "fleet_commands": fleet::COMMANDS,
+            "local_only": ["attach", "sessions rec", "top (without --json)", "daemon", "play", "hook", "mcp"],
+        },
     })
 }
 
@@ -243,7 +310,8 @@ fn send(
         )
     };
     match attempt() {
-        Err(ClientError::NoDaemon(_)) if req.starts_daemon() => {
+        // Never on a --host: starting a daemon there is the host owner's decision.
+        Err(ClientError::NoDaemon(_)) if req.starts_daemon() && target.host.is_none() => {
             match daemon_cmd::spawn_detached(&target.control_dir, "info", &[]) {
                 Ok(()) => {}
                 // Another caller started one first: use it.

@@ -579,13 +579,22 @@ fn stream_filter(f: StreamFilterArgs) -> wire::Stream {
     }
 }
 
-pub fn stream_watch(a: StreamWatchArgs) -> Request {
+/// `stream.watch`; a per-host `--since` needs `--hosts` (`crate::fleet`, which sends each
+/// host its own cursor).
+pub fn stream_watch(a: StreamWatchArgs) -> Built {
+    let since = match a.since {
+        None => None,
+        Some(Since::Cursor(n)) => Some(n),
+        Some(Since::PerHost(_)) => {
+            return Err(usage("a per-host --since (HOST=CURSOR,...) needs --hosts"))
+        }
+    };
     let p = wire::Stream {
-        since: a.since,
+        since,
         timeout: a.timeout.map(seconds),
         ..stream_filter(a.filter)
     };
-    Request::new("stream.watch", p)
+    Ok(Request::new("stream.watch", p))
 }
 
 pub fn stream_wait(a: StreamWaitArgs) -> Request {
@@ -658,7 +667,7 @@ mod tests {
         let built = match cli.command.expect("a command") {
             Command::Sessions(s) => sessions(s.verb.expect("a verb")),
             Command::Stream(s) => match s.verb {
-                StreamVerb::Watch(a) => Ok(stream_watch(a)),
+                StreamVerb::Watch(a) => stream_watch(a),
                 StreamVerb::Wait(a) => Ok(stream_wait(a)),
             },
             Command::Event(e) => match e.verb {

@@ -513,7 +513,7 @@ pub fn run(target: &Target, caller: &Option<String>) -> i32 {
         let target = target.clone();
         let caller = caller.clone();
         std::thread::spawn(move || {
-            let watch = request::stream_watch(StreamWatchArgs::default());
+            let watch = request::stream_watch(StreamWatchArgs::default()).expect("no --since");
             let res = client::stream_lines(
                 &target,
                 watch.method,

@@ -65,9 +65,16 @@ fn capabilities_list_this_builds_methods_commands_and_tools_without_a_daemon() {
         .iter()
         .map(|c| c.as_str().unwrap())
         .collect();
-    for c in ["sessions create", "daemon stop", "whoami", "mcp"] {
+    for c in ["sessions create", "daemon stop", "whoami", "mcp", "proxy"] {
         assert!(commands.contains(&c), "{c}: {commands:?}");
     }
+    // Issue 24: the remote flags and the fleet views, for a program to probe.
+    assert_eq!(v["remote"]["transport"], "ssh HOST maxx proxy", "{v}");
+    assert!(v["remote"]["fleet_commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c == "stream watch"));
     assert!(v["mcp_tools"]
         .as_array()
         .unwrap()

@@ -25,6 +25,7 @@ mod policy;
 mod python_client;
 mod record;
 mod reliability;
+mod remote;
 mod screen;
 mod selectors;
 mod spine;

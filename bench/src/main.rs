@@ -14,6 +14,7 @@ mod group;
 mod maxx;
 mod queries;
 mod recovery;
+mod remote;
 mod scale;
 mod spawn;
 mod throughput;
@@ -214,7 +215,7 @@ fn print_targets(rows: &[Row]) {
     }
 }
 
-const ALL: [&str; 8] = [
+const ALL: [&str; 9] = [
     "spawn",
     "throughput",
     "scale",
@@ -223,6 +224,7 @@ const ALL: [&str; 8] = [
     "fanout",
     "queries",
     "recovery",
+    "remote",
 ];
 
 fn usage() -> ! {
@@ -333,6 +335,7 @@ fn main() {
             "fanout" => fanout::run(&cfg),
             "queries" => queries::run(&cfg),
             "recovery" => recovery::run(&cfg),
+            "remote" => remote::run(&cfg),
             _ => unreachable!(),
         };
         match res {

@@ -70,6 +70,10 @@ pub enum ErrorCode {
     /// limit leaves for sessions (`daemon.stats` `session_capacity`); nothing was started
     /// (CLI exit 1).
     FdLimit,
+    /// `unreachable`: client-side only; a remote host (`--host`, `--hosts`) could not be
+    /// reached over ssh (refused login, unknown host, no `maxx` there) or dropped mid-answer.
+    /// The message names the host and what failed (CLI exit 3).
+    Unreachable,
 }
 
 impl ErrorCode {
@@ -98,6 +102,7 @@ impl ErrorCode {
             ErrorCode::Ambiguous => "ambiguous",
             ErrorCode::UnsafeControlDir => "unsafe_control_dir",
             ErrorCode::FdLimit => "fd_limit",
+            ErrorCode::Unreachable => "unreachable",
         }
     }
 }
@@ -156,6 +161,10 @@ impl ErrorCode {
             ErrorCode::FdLimit => {
                 "close sessions you no longer need, or raise the daemon's open-files hard limit \
                  (`ulimit -Hn`, LimitNOFILE= in the service unit) and restart it"
+            }
+            ErrorCode::Unreachable => {
+                "check that `ssh HOST maxx status` works without a prompt (keys or an agent, a \
+                 known host key, maxx on the remote PATH), then retry"
             }
             ErrorCode::DaemonRestarted => {
                 "a new daemon took over: read the record to see whether the change was applied, \

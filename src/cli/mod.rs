@@ -73,7 +73,7 @@ maxx sessions wait \"$id\" --lifecycle exited --timeout 10m\n  \
 maxx sessions get \"$id\" | jq .result.session.exit_code\n\n\
 Sessions are named by id, id prefix (4+ hex) or %title.\n\
 Exit codes: 0 ok/matched · 1 the daemon refused, or a wait ended unmatched · 2 what you typed is wrong · \
-3 no daemon · 124 wait timed out"
+3 no daemon, host unreachable or partial fleet answer · 124 wait timed out"
 )]
 pub struct Cli {
     /// The daemon's socket (its folder is the control dir). Default: $MAXX_CONTROL_DIR/control.sock,
@@ -84,6 +84,29 @@ pub struct Cli {
     /// Act as this policy source (wire field `caller`). Default: local-cli.
     #[arg(long = "as", global = true, value_name = "SOURCE")]
     pub caller: Option<String>,
+
+    /// Run the command against the daemon on HOST, over the system ssh (`ssh HOST maxx
+    /// proxy`; ~/.ssh/config, the agent, ControlMaster apply; $MAXX_SSH replaces `ssh`).
+    /// Same JSON, same exit codes; a host that cannot be reached is exit 3 `unreachable`.
+    /// `local` is this machine. Never starts a daemon there.
+    #[arg(
+        long,
+        global = true,
+        env = "MAXX_HOST",
+        hide_env_values = true,
+        value_name = "HOST"
+    )]
+    pub host: Option<String>,
+
+    /// A fleet view over these hosts (comma-separated; `local` or `-` is this machine), for
+    /// ls, status, top --json, sessions list, stream watch, stream wait --all. Results carry
+    /// `host`; hosts that did not answer are listed in `unreachable` (exit 3).
+    #[arg(long, global = true, value_delimiter = ',', value_name = "HOST,...")]
+    pub hosts: Vec<String>,
+
+    /// Like --hosts, read from FILE: one host per line, `#` comments.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub hosts_file: Option<PathBuf>,
 
     /// Approve an action the policy wants confirmed (wire field `confirm`).
     #[arg(long, global = true)]
@@ -160,6 +183,14 @@ maxx hook install codex\n  echo \"$payload\" | maxx hook claude-code --strict")]
     /// Who the daemon takes you for: the policy source it resolved (--as), your uid as the
     /// kernel reports it, and which daemon answered (never the token).
     Whoami,
+    /// Bridge stdin/stdout to this machine's daemon, for `ssh HOST maxx proxy` (--host and
+    /// --hosts run it): NDJSON requests in, answers and stream lines out, several in flight
+    /// told apart by `id`. It adds the token itself; --as pins every request's source.
+    #[command(after_help = "Examples:\n  ssh build-1 maxx proxy\n  \
+# in ~/.ssh/authorized_keys on the host, pinning what that key may do:\n  \
+command=\"maxx proxy --as ci-hub\",no-pty ssh-ed25519 AAAA... hub\n\n\
+See docs/remote.md.")]
+    Proxy,
 }
 
 #[derive(clap::Args, Debug)]

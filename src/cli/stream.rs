@@ -47,12 +47,40 @@ maxx stream wait --session ID --event tests.green"
 pub struct StreamWatchArgs {
     #[command(flatten)]
     pub filter: StreamFilterArgs,
-    /// Replay retained events after this cursor first.
-    #[arg(long)]
-    pub since: Option<u64>,
+    /// Replay retained events after this cursor first. With --hosts, a cursor per host
+    /// (`a=12,b=40`, `local=N` for this machine; the merged hello's `cursors`).
+    #[arg(long, value_parser = since, value_name = "CURSOR|HOST=CURSOR,...")]
+    pub since: Option<Since>,
     /// Stop after this long (at most 1h).
     #[arg(long, value_parser = duration)]
     pub timeout: Option<Duration>,
+}
+
+/// `--since`: one cursor, or one per host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Since {
+    /// `--since 42`.
+    Cursor(u64),
+    /// `--since a=12,local=40`.
+    PerHost(Vec<(String, u64)>),
+}
+
+fn since(text: &str) -> Result<Since, String> {
+    if let Ok(n) = text.parse() {
+        return Ok(Since::Cursor(n));
+    }
+    text.split(',')
+        .map(|pair| {
+            let (host, n) = pair
+                .split_once('=')
+                .ok_or_else(|| format!("expected a cursor or HOST=CURSOR,..., got {pair:?}"))?;
+            let n = n
+                .parse()
+                .map_err(|_| format!("{host}: {n:?} is not a cursor (a whole number)"))?;
+            Ok((host.to_string(), n))
+        })
+        .collect::<Result<_, _>>()
+        .map(Since::PerHost)
 }
 
 #[derive(Args, Debug)]
