@@ -464,7 +464,7 @@ fn a_final_record_written_after_the_hook_started_is_waited_for_when_the_payload_
     let t = claude_transcript(&d, "unanswered-prompt.jsonl");
     let mut payload: Value = serde_json::from_str(&stop_payload(&t)).unwrap();
     payload["last_assistant_message"] = json!("The late answer.");
-    let mut child = Command::new(maxx_bin())
+    let child = Command::new(maxx_bin())
         .args(["hook", "claude-code", "--strict"])
         .env("MAXX_CONTROL_DIR", &d.control)
         .env("HOME", d.tmp.path())

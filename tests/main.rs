@@ -23,6 +23,7 @@ mod mcp;
 mod policy;
 mod python_client;
 mod record;
+mod recovery_screens;
 mod reliability;
 mod screen;
 mod selectors;

@@ -37,6 +37,9 @@
 
 mod forward;
 mod pool;
+#[cfg(test)]
+mod recovery_tests;
+pub mod store;
 
 pub use pool::{pool, Pool};
 
@@ -50,6 +53,7 @@ use pool::{Job, Looked};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use store::{Record, Store};
 
 /// Bytes parsed per hold of the grid lock (a reader waits at most this long).
 const SLICE_BYTES: usize = 64 * 1024;
@@ -125,6 +129,9 @@ struct Drain {
     /// Queries were ignored because `answers` was full (logged once until it drains).
     answers_ignored: bool,
     sink: Option<AnswerSink>,
+    /// The screen memory the keeper holds too: every chunk and resize is logged there
+    /// first, so a next daemon can rebuild this screen.
+    store: Option<Store>,
 }
 
 impl Drain {
@@ -212,6 +219,7 @@ impl ScreenModel {
                 answers: VecDeque::new(),
                 answers_ignored: false,
                 sink: None,
+                store: None,
             }),
             grid: Mutex::new(None),
             watches: Mutex::new(Vec::new()),
@@ -228,16 +236,30 @@ impl ScreenModel {
     /// New output from the pump of surface `generation`: the light pass and the ring;
     /// answers the queries it can at once, and wakes whoever must parse.
     pub fn drain(self: &Arc<Self>, generation: u64, bytes: &[u8]) -> Drained {
+        self.take_in(generation, bytes, false)
+    }
+
+    /// [`Self::drain`], or (`replay`) output a dead daemon already read and logged: logged
+    /// again never, its queries not answered again (that daemon did), nothing forwarded.
+    fn take_in(self: &Arc<Self>, generation: u64, bytes: &[u8], replay: bool) -> Drained {
         let mut d = lock(&self.drain);
         if d.generation != generation {
             return Drained::default();
+        }
+        if !replay {
+            // Logged before it counts as read: a daemon killed from here on loses nothing.
+            if let Some(store) = d.store.as_mut() {
+                store.output(bytes);
+            }
         }
         let at = d.ring.total();
         let events = d.light.advance(bytes);
         d.ring.push(bytes);
         let mut urgent = false;
         let mut cuts = Vec::new();
-        if d.light.found_any() {
+        if replay && d.light.found_any() {
+            drop(d.light.take_found());
+        } else if d.light.found_any() {
             let (found, extra) = d.light.take_found();
             let (cols, rows) = d.size;
             for f in found {
@@ -317,6 +339,7 @@ impl ScreenModel {
         d.answers = VecDeque::new();
         d.answers_ignored = false;
         d.sink = None;
+        d.store = None;
         *grid = None;
         self.space.notify_one();
         d.generation
@@ -332,8 +355,17 @@ impl ScreenModel {
 
     /// The PTY was resized: the grid applies it at this point of the output stream.
     pub fn resize(&self, cols: u16, rows: u16) {
+        self.resize_as(cols, rows, false)
+    }
+
+    fn resize_as(&self, cols: u16, rows: u16, replay: bool) {
         let mut slot = lock(&self.grid);
         let mut d = lock(&self.drain);
+        if !replay {
+            if let Some(store) = d.store.as_mut() {
+                store.resize(cols, rows);
+            }
+        }
         d.light.resized(rows);
         d.size = (cols, rows);
         let at = d.ring.total();
@@ -353,6 +385,73 @@ impl ScreenModel {
             drop(d);
             self.caught_up(&mut slot);
         }
+    }
+
+    /// Surface `generation`'s output is logged into `store` from now on (the keeper holds
+    /// it too: see [`Self::screen_fd`]).
+    pub fn keep_screen(&self, generation: u64, store: Store) {
+        let mut d = lock(&self.drain);
+        if d.generation == generation {
+            d.store = Some(store);
+        }
+    }
+
+    /// A descriptor of the screen memory, for the keeper.
+    pub fn screen_fd(&self) -> Option<std::os::fd::OwnedFd> {
+        let d = lock(&self.drain);
+        d.store.as_ref()?.fd().try_clone_to_owned().ok()
+    }
+
+    /// The pump's read buffer in the screen memory, if surface `generation` has one.
+    pub fn staging(&self, generation: u64) -> Option<store::Staging> {
+        let d = lock(&self.drain);
+        (d.generation == generation)
+            .then(|| d.store.as_ref().map(Store::staging))
+            .flatten()
+    }
+
+    /// Whether the output outran the screen memory (a next daemon could not rebuild it).
+    pub fn screen_lost(&self) -> bool {
+        lock(&self.drain).store.as_ref().is_some_and(Store::lost)
+    }
+
+    /// Rebuild surface `generation`'s screen from the memory a dead daemon left (`fd`, as
+    /// the keeper handed it over), before the pump reads anything new: the terminal's size
+    /// and scrollback, then every logged chunk and resize in order, exactly once — its
+    /// queries were answered by that daemon. The store is kept and logged into from here.
+    /// Refused whole (the screen stays empty) if anything in it is out of bounds; the
+    /// scrollback in rows on success.
+    pub fn recover(
+        self: &Arc<Self>,
+        generation: u64,
+        fd: std::os::fd::OwnedFd,
+    ) -> Result<usize, &'static str> {
+        let (store, saved) = Store::open(fd)?;
+        if !saved.checkpoint.is_empty() {
+            return Err("a checkpoint this build cannot read");
+        }
+        {
+            let mut grid = lock(&self.grid);
+            let mut d = lock(&self.drain);
+            if d.generation != generation || d.ring.total() != 0 {
+                return Err("the surface already started");
+            }
+            d.base = (saved.cols, saved.rows);
+            d.size = (saved.cols, saved.rows);
+            d.scrollback = saved.scrollback;
+            d.light = LightScreen::new(saved.rows);
+            *grid = None;
+        }
+        for record in &saved.log {
+            match record {
+                Record::Output(bytes) => {
+                    self.take_in(generation, bytes, true);
+                }
+                Record::Resize(cols, rows) => self.resize_as(*cols, *rows, true),
+            }
+        }
+        self.keep_screen(generation, store);
+        Ok(saved.scrollback)
     }
 
     /// Title and modes from the light pass.
@@ -670,7 +769,7 @@ pub fn recent_rows(grid: &Grid, back: usize) -> Vec<Row> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use proptest::prelude::*;
     use std::sync::mpsc;
@@ -692,7 +791,7 @@ mod tests {
     );
 
     /// A model whose matches and answers are collected.
-    fn model() -> Harness {
+    pub(super) fn model() -> Harness {
         let (tx, rx) = mpsc::channel();
         let tx = Mutex::new(tx);
         let m = ScreenModel::new(Box::new(move |ids| {
@@ -855,7 +954,7 @@ mod tests {
 
     /// Everything a reader can see of a grid: rows (history included), wraps, styles,
     /// cursor and modes.
-    fn fingerprint(g: &Grid) -> String {
+    pub(super) fn fingerprint(g: &Grid) -> String {
         let mut out = format!(
             "{}x{} cursor {:?} alt {} history {} mode {:?}\n",
             g.cols(),
@@ -885,7 +984,7 @@ mod tests {
 
     /// One step of a differential run.
     #[derive(Debug, Clone)]
-    enum Step {
+    pub(super) enum Step {
         Out(Vec<u8>),
         Resize(u16, u16),
         Read,
@@ -925,7 +1024,7 @@ mod tests {
         ]
     }
 
-    fn step() -> impl Strategy<Value = Step> {
+    pub(super) fn step() -> impl Strategy<Value = Step> {
         prop_oneof![
             8 => prop::collection::vec(piece(), 1..8).prop_map(|p| Step::Out(p.concat())),
             1 => (2u16..30, 1u16..12).prop_map(|(c, r)| Step::Resize(c, r)),
