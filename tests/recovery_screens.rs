@@ -79,8 +79,9 @@ fn every_screen_equals_its_snapshot_from_before_the_crash() {
         "command": "seq -f 'line %g' 1 3000; echo NUMBERS-DONE; exec sleep 600",
         "title": "numbered"
     })));
+    // ~13 MB: more than a log holds (8 MiB), so this screen comes back from a checkpoint.
     let big = sid(&d.create(json!({
-        "command": "seq -f 'line %g ............................................................' 1 12000; printf '\\033[1;31mBIG-DONE\\033[0m\\n'; exec sleep 600",
+        "command": "seq -f 'line %g ............................................................' 1 190000; printf '\\033[1;31mBIG-DONE\\033[0m\\n'; exec sleep 600",
         "title": "big"
     })));
     wait_text(&d, &shell, "ready>");
@@ -127,6 +128,11 @@ fn every_screen_equals_its_snapshot_from_before_the_crash() {
     let readopted = events.last().unwrap();
     assert_eq!(readopted["name"], "readopted");
     assert_eq!(readopted["payload"]["screen"], "restored", "{readopted}");
+    let events = d.ok("sessions.events", json!({"session_id": big}))["events"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(events.last().unwrap()["payload"]["screen"], "restored");
     // The numbered lines are all there, once each.
     assert_eq!(
         numbers(&text(&d, &numbered)),
@@ -164,18 +170,20 @@ fn every_screen_equals_its_snapshot_from_before_the_crash() {
 fn a_daemon_killed_mid_flood_leaves_a_screen_fed_the_whole_stream() {
     let d = Daemon::start();
     let done = d.path("flood-done");
-    // 80,000 lines (~4.6 MB) with room for all of them in the scrollback: the screen after
-    // the recovery must hold every one, those the dead daemon read included.
+    // 95,000 lines (~5.8 MB, with a pause every 1,000 so the kill lands mid-flood) with room
+    // for all of them in the scrollback: the screen after the recovery must hold every one,
+    // those the dead daemon read included.
     let flood = sid(&d.create(json!({
         "command": format!(
-            "seq -f 'line %g {LINE_TAIL}' 1 {FLOOD_LINES}; touch {}; echo FLOOD-DONE; exec sleep 600",
+            "for k in $(seq 0 94); do seq -f 'line %g {LINE_TAIL}' $((k*1000+1)) $((k*1000+1000)); sleep 0.02; done; touch {}; echo FLOOD-DONE; exec sleep 600",
             done.display()
         ),
-        "scrollback_lines": 90000,
+        "scrollback_lines": 100000,
         "title": "flood"
     })));
-    wait_for("the flood to start", T, || {
-        numbers(&text(&d, &flood)).len().checked_sub(100)
+    // Killed once ~2.5 MB went by: past the first checkpoint (2 MiB of log).
+    wait_for("the flood to pass 2.5 MB", T, || {
+        numbers(&text(&d, &flood)).len().checked_sub(40_000)
     });
     // The writer had not written everything yet when the daemon died.
     let was_done = done.exists();
@@ -223,5 +231,5 @@ fn a_daemon_killed_mid_flood_leaves_a_screen_fed_the_whole_stream() {
     eprintln!("figures: killed mid-flood; lines lost to the kernel's read window: {lost}");
 }
 
-const FLOOD_LINES: u64 = 80_000;
+const FLOOD_LINES: u64 = 95_000;
 const LINE_TAIL: &str = "..................................................";

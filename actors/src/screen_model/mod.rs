@@ -39,6 +39,7 @@ mod forward;
 mod pool;
 #[cfg(test)]
 mod recovery_tests;
+mod saved;
 pub mod store;
 
 pub use pool::{pool, Pool};
@@ -53,7 +54,7 @@ use pool::{Job, Looked};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use store::{Record, Store};
+use store::Store;
 
 /// Bytes parsed per hold of the grid lock (a reader waits at most this long).
 const SLICE_BYTES: usize = 64 * 1024;
@@ -73,6 +74,9 @@ const MATCH_QUIET: std::time::Duration = std::time::Duration::from_millis(2);
 const INLINE_ANSWER_BYTES: usize = 16 * 1024;
 /// Resizes recorded ahead of the grid before a resize catches the grid up instead.
 const RESIZES_MAX: usize = 64;
+/// Log length in the screen memory past which a checkpoint is taken (at the next chunk that
+/// ends in the parser's ground state), so the log starts again after it.
+const CHECKPOINT_AT: usize = 2 * 1024 * 1024;
 /// Answers waiting for the grid before further queries are ignored (a program flooding
 /// queries without reading the answers).
 const ANSWERS_MAX: usize = 4096;
@@ -132,6 +136,9 @@ struct Drain {
     /// The screen memory the keeper holds too: every chunk and resize is logged there
     /// first, so a next daemon can rebuild this screen.
     store: Option<Store>,
+    /// A checkpoint is due once the grid has parsed up to this stream offset (a chunk end
+    /// where the light pass, whose state at that point is kept here, was in its ground state).
+    pending: Option<(u64, Vec<u8>)>,
 }
 
 impl Drain {
@@ -183,6 +190,8 @@ pub struct ScreenModel {
     /// Woken when the grid has consumed backlog (the pump waits on it while it is full).
     space: tokio::sync::Notify,
     notify: Notify,
+    /// [`CHECKPOINT_AT`] (tests take checkpoints far more often).
+    checkpoint_at: std::sync::atomic::AtomicUsize,
 }
 
 /// A locked, materialised grid.
@@ -220,6 +229,7 @@ impl ScreenModel {
                 answers_ignored: false,
                 sink: None,
                 store: None,
+                pending: None,
             }),
             grid: Mutex::new(None),
             watches: Mutex::new(Vec::new()),
@@ -230,6 +240,7 @@ impl ScreenModel {
             last_match: Mutex::new(std::time::Instant::now()),
             space: tokio::sync::Notify::new(),
             notify,
+            checkpoint_at: std::sync::atomic::AtomicUsize::new(CHECKPOINT_AT),
         })
     }
 
@@ -255,6 +266,7 @@ impl ScreenModel {
         let at = d.ring.total();
         let events = d.light.advance(bytes);
         d.ring.push(bytes);
+        let checkpoint = !replay && self.want_checkpoint(&mut d, bytes);
         let mut urgent = false;
         let mut cuts = Vec::new();
         if replay && d.light.found_any() {
@@ -293,7 +305,7 @@ impl ScreenModel {
         let backlog = d.ring.len();
         let full = d.ring.full();
         drop(d);
-        if backlog >= PARSE_AT {
+        if backlog >= PARSE_AT || checkpoint {
             self.schedule();
         } else if self.watched.load(Ordering::Acquire) {
             if backlog >= SLICE_BYTES {
@@ -340,6 +352,7 @@ impl ScreenModel {
         d.answers_ignored = false;
         d.sink = None;
         d.store = None;
+        d.pending = None;
         *grid = None;
         self.space.notify_one();
         d.generation
@@ -385,73 +398,6 @@ impl ScreenModel {
             drop(d);
             self.caught_up(&mut slot);
         }
-    }
-
-    /// Surface `generation`'s output is logged into `store` from now on (the keeper holds
-    /// it too: see [`Self::screen_fd`]).
-    pub fn keep_screen(&self, generation: u64, store: Store) {
-        let mut d = lock(&self.drain);
-        if d.generation == generation {
-            d.store = Some(store);
-        }
-    }
-
-    /// A descriptor of the screen memory, for the keeper.
-    pub fn screen_fd(&self) -> Option<std::os::fd::OwnedFd> {
-        let d = lock(&self.drain);
-        d.store.as_ref()?.fd().try_clone_to_owned().ok()
-    }
-
-    /// The pump's read buffer in the screen memory, if surface `generation` has one.
-    pub fn staging(&self, generation: u64) -> Option<store::Staging> {
-        let d = lock(&self.drain);
-        (d.generation == generation)
-            .then(|| d.store.as_ref().map(Store::staging))
-            .flatten()
-    }
-
-    /// Whether the output outran the screen memory (a next daemon could not rebuild it).
-    pub fn screen_lost(&self) -> bool {
-        lock(&self.drain).store.as_ref().is_some_and(Store::lost)
-    }
-
-    /// Rebuild surface `generation`'s screen from the memory a dead daemon left (`fd`, as
-    /// the keeper handed it over), before the pump reads anything new: the terminal's size
-    /// and scrollback, then every logged chunk and resize in order, exactly once — its
-    /// queries were answered by that daemon. The store is kept and logged into from here.
-    /// Refused whole (the screen stays empty) if anything in it is out of bounds; the
-    /// scrollback in rows on success.
-    pub fn recover(
-        self: &Arc<Self>,
-        generation: u64,
-        fd: std::os::fd::OwnedFd,
-    ) -> Result<usize, &'static str> {
-        let (store, saved) = Store::open(fd)?;
-        if !saved.checkpoint.is_empty() {
-            return Err("a checkpoint this build cannot read");
-        }
-        {
-            let mut grid = lock(&self.grid);
-            let mut d = lock(&self.drain);
-            if d.generation != generation || d.ring.total() != 0 {
-                return Err("the surface already started");
-            }
-            d.base = (saved.cols, saved.rows);
-            d.size = (saved.cols, saved.rows);
-            d.scrollback = saved.scrollback;
-            d.light = LightScreen::new(saved.rows);
-            *grid = None;
-        }
-        for record in &saved.log {
-            match record {
-                Record::Output(bytes) => {
-                    self.take_in(generation, bytes, true);
-                }
-                Record::Resize(cols, rows) => self.resize_as(*cols, *rows, true),
-            }
-        }
-        self.keep_screen(generation, store);
-        Ok(saved.scrollback)
     }
 
     /// Title and modes from the light pass.
@@ -530,6 +476,11 @@ impl ScreenModel {
         let slice = {
             let mut d = lock(&self.drain);
             self.settle(&mut d, grid);
+            if d.pending.as_ref().is_some_and(|(at, _)| *at == grid.fed()) {
+                drop(d);
+                self.write_checkpoint(grid);
+                d = lock(&self.drain);
+            }
             let fed = grid.fed();
             let target = target.min(d.ring.total());
             if fed >= target {
@@ -540,6 +491,9 @@ impl ScreenModel {
                 stop = stop.min(*at);
             }
             if let Some((at, _, _)) = d.resizes.front() {
+                stop = stop.min(*at);
+            }
+            if let Some((at, _)) = d.pending.as_ref().filter(|(at, _)| *at > fed) {
                 stop = stop.min(*at);
             }
             d.ring.copy_from(fed, (stop - fed) as usize)
@@ -667,8 +621,11 @@ impl ScreenModel {
         self.queued.store(false, Ordering::Release);
         self.queued_soon.store(false, Ordering::Release);
         let watched = self.watched.load(Ordering::Acquire);
-        if !watched && lock(&self.drain).ring.len() < PARSE_AT {
-            return Looked::Done;
+        {
+            let d = lock(&self.drain);
+            if !watched && d.ring.len() < PARSE_AT && d.pending.is_none() {
+                return Looked::Done;
+            }
         }
         let target = lock(&self.drain).ring.total();
         loop {
@@ -1016,6 +973,13 @@ pub(super) mod tests {
             Just(b"\x1b]2;title\x07".to_vec()),
             Just(b"\x1b[6n".to_vec()),
             Just(b"\t".to_vec()),
+            Just(b"\x1bH".to_vec()),
+            Just(b"\x1b[g".to_vec()),
+            Just(b"\x1b[3g".to_vec()),
+            Just(b"\x0e".to_vec()),
+            Just(b"\x0f".to_vec()),
+            Just(b"x\x1b[3b".to_vec()),
+            Just(b"\x1b[2b".to_vec()),
             Just(b"\r\n".to_vec()),
             Just(b"\n".to_vec()),
             Just("日本語".as_bytes().to_vec()),

@@ -331,6 +331,71 @@ impl Store {
         self.lost
     }
 
+    /// Whether the active slot starts with a checkpoint.
+    pub fn has_checkpoint(&self) -> bool {
+        self.ckpt_len > 0
+    }
+
+    /// The committed log's length in bytes (what a checkpoint would shorten).
+    pub fn log_len(&self) -> usize {
+        self.log_len
+    }
+
+    /// A checkpoint of the screen at some stream offset, and the log of what came after it
+    /// (`tail`): written into the other slot, which then becomes the active one with a single
+    /// release store (a daemon killed at any instant leaves one whole slot); the old slot's
+    /// pages are given back. False (nothing changed) if they do not fit.
+    pub fn checkpoint(
+        &mut self,
+        cols: u16,
+        rows: u16,
+        scrollback: usize,
+        blob: &[u8],
+        tail: &[Record],
+    ) -> bool {
+        let tail_len: usize = tail
+            .iter()
+            .map(|r| match r {
+                Record::Output(b) => 4 + b.len(),
+                Record::Resize(..) => 8,
+            })
+            .sum();
+        if self.lost
+            || blob.len() + tail_len > SLOT_BYTES
+            || tail_len > LOG_MAX
+            || !valid_size(cols, rows, scrollback)
+        {
+            return false;
+        }
+        let other = 1 - self.active;
+        let slot = SLOTS_AT + other * SLOT_BYTES;
+        self.bytes_mut(slot, blob.len()).copy_from_slice(blob);
+        let mut at = slot + blob.len();
+        for r in tail {
+            let (head, body): (u32, Vec<u8>) = match r {
+                Record::Output(b) => (b.len() as u32, b.clone()),
+                Record::Resize(c, r) => (RESIZE, [c.to_le_bytes(), r.to_le_bytes()].concat()),
+            };
+            self.bytes_mut(at, 4).copy_from_slice(&head.to_le_bytes());
+            self.bytes_mut(at + 4, body.len()).copy_from_slice(&body);
+            at += 4 + body.len();
+        }
+        let d = OFF_SLOTS + other * SLOT_DESC;
+        let ckpt = (blob.len() as u64).to_le_bytes();
+        self.bytes_mut(d + D_CKPT_LEN, 8).copy_from_slice(&ckpt);
+        self.set_slot(other, cols, rows, scrollback);
+        let commit = (self.seq as u64) << 32 | tail_len as u64;
+        self.atomic_u64(d + D_COMMIT)
+            .store(commit, Ordering::Release);
+        self.atomic_u32(OFF_ACTIVE)
+            .store(other as u32, Ordering::Release);
+        self.punch(SLOTS_AT + self.active * SLOT_BYTES, SLOT_BYTES);
+        self.active = other;
+        self.ckpt_len = blob.len();
+        self.log_len = tail_len;
+        true
+    }
+
     /// Log output the pump read.
     pub fn output(&mut self, bytes: &[u8]) {
         if bytes.is_empty() {
