@@ -20,7 +20,9 @@ use alacritty_terminal::grid::{Dimensions, Row};
 use alacritty_terminal::index::{Column, Line, Point};
 use alacritty_terminal::term::cell::{Cell, Flags};
 use alacritty_terminal::term::TermMode;
-use alacritty_terminal::vte::ansi::{CharsetIndex, Color, NamedColor, Rgb, StandardCharset};
+use alacritty_terminal::vte::ansi::{
+    CharsetIndex, Color, CursorShape, CursorStyle, NamedColor, Rgb, StandardCharset,
+};
 use maxx_protocol::limits::{GRID_MAX_CELLS, MAX_SCROLLBACK_LINES, MIN_COLS};
 
 /// Little-endian writer with LEB128 varints.
@@ -245,6 +247,9 @@ impl Grid {
         let preceding = self.probe_preceding();
         let tabs = self.probe_tabs();
         let g1 = self.probe_charset();
+        // The probes printed: a fresh parser (this is a ground point, so it is in the same
+        // state) with the last printed character put back, as a restored grid gets it.
+        self.parser = alacritty_terminal::vte::ansi::Processor::new();
         self.set_preceding(preceding);
         let mut w = Writer::default();
         w.var(self.cols() as u64);
@@ -259,6 +264,19 @@ impl Grid {
         w.var(self.term.mode().bits() as u64);
         w.u8(g1 as u8);
         w.var(preceding.map_or(0, |c| c as u64 + 1));
+        // The cursor style as DECSCUSR's parameter (0: as a fresh terminal has it).
+        let style = self.term.cursor_style();
+        let shape = match style.shape {
+            CursorShape::Underline => 3,
+            CursorShape::Beam => 5,
+            _ => 1,
+        };
+        let decscusr = shape + u8::from(!style.blinking);
+        w.u8(if style == CursorStyle::default() {
+            0
+        } else {
+            decscusr
+        });
         w.var(tabs.len() as u64);
         for t in tabs {
             w.var(t as u64);
@@ -420,6 +438,7 @@ impl Grid {
             0 => None,
             c => Some(char::from_u32(c as u32 - 1).ok_or("a bad character")?),
         };
+        let decscusr = r.upto(6)?;
         let ntabs = r.upto(cols as u64)? as usize;
         let mut tabs = Vec::with_capacity(ntabs);
         for _ in 0..ntabs {
@@ -446,9 +465,16 @@ impl Grid {
                 setup.extend_from_slice(set);
             }
         }
-        // Tab stops between the first and the last column (a tab never stops at either, so
-        // theirs are unknown and left as a fresh terminal has them).
-        for col in 1..cols as usize - 1 {
+        // Tab stops between the first and the last column. A tab never stops at either, so
+        // theirs cannot be read: the first never matters, the last only once the terminal is
+        // made wider. It is taken to be cleared if any default stop is (a program that sets
+        // its own stops clears them all first, `CSI 3 g`), else to be the default.
+        let last = cols as usize - 1;
+        let cleared = (8..last).step_by(8).any(|c| !tabs.contains(&c));
+        if cleared && last % 8 == 0 {
+            setup.extend_from_slice(format!("\x1b[1;{}H\x1b[g", last + 1).as_bytes());
+        }
+        for col in 1..last {
             let default = col % 8 == 0;
             let stop = tabs.contains(&col);
             if stop != default {
@@ -465,6 +491,9 @@ impl Grid {
         }
         if g1 {
             setup.push(0x0e);
+        }
+        if decscusr != 0 {
+            setup.extend_from_slice(format!("\x1b[{decscusr} q").as_bytes());
         }
         g.parser.advance(&mut g.term, &setup);
         if *g.term.mode() & !TermMode::KITTY_KEYBOARD_PROTOCOL != mode {

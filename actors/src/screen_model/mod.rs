@@ -913,10 +913,11 @@ pub(super) mod tests {
     /// cursor and modes.
     pub(super) fn fingerprint(g: &Grid) -> String {
         let mut out = format!(
-            "{}x{} cursor {:?} alt {} history {} mode {:?}\n",
+            "{}x{} cursor {:?} {:?} alt {} history {} mode {:?}\n",
             g.cols(),
             g.rows(),
             g.cursor(),
+            g.state().cursor_style(),
             g.alt_screen(),
             g.history(),
             g.state().mode()
@@ -974,12 +975,14 @@ pub(super) mod tests {
             Just(b"\x1b[6n".to_vec()),
             Just(b"\t".to_vec()),
             Just(b"\x1bH".to_vec()),
-            Just(b"\x1b[g".to_vec()),
             Just(b"\x1b[3g".to_vec()),
             Just(b"\x0e".to_vec()),
             Just(b"\x0f".to_vec()),
             Just(b"x\x1b[3b".to_vec()),
             Just(b"\x1b[2b".to_vec()),
+            Just(b"\x1b[4 q".to_vec()),
+            Just(b"\x1b[5 q".to_vec()),
+            Just(b"\x1b[0 q".to_vec()),
             Just(b"\r\n".to_vec()),
             Just(b"\n".to_vec()),
             Just("日本語".as_bytes().to_vec()),
