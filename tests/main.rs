@@ -24,6 +24,7 @@ mod mcp;
 mod policy;
 mod python_client;
 mod record;
+mod recovery_screens;
 mod reliability;
 mod remote;
 mod screen;

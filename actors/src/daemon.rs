@@ -437,8 +437,9 @@ async fn control_dir_vanished(dir: &std::path::Path) -> String {
 }
 
 /// Descriptors a live session holds in the daemon: its PTY master twice (the pump's reader
-/// and the writer) and its child's pidfd. Measured with `/proc/<daemon>/fd` (docs/performance.md).
-pub const FDS_PER_SESSION: u64 = 3;
+/// and the writer), its child's pidfd and its screen log (a memfd the keeper also holds).
+/// Measured with `/proc/<daemon>/fd` (docs/performance.md).
+pub const FDS_PER_SESSION: u64 = 4;
 
 /// The open-files limit the daemon runs with, and the live sessions it leaves room for.
 #[derive(Debug, Default, Clone, Copy)]

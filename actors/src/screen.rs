@@ -164,6 +164,8 @@ pub struct LightScreen {
     /// Armed by [`LightScreen::watch_sequence_end`]: the offset where the sequence in
     /// progress then ended.
     sequence_end: Option<Option<u64>>,
+    /// The alternate screen was entered at some point (it stays set).
+    alt_used: bool,
 }
 
 impl Default for LightScreen {
@@ -197,6 +199,7 @@ impl LightScreen {
             found: Vec::new(),
             cuts: Vec::new(),
             sequence_end: None,
+            alt_used: false,
         }
     }
 
@@ -287,6 +290,102 @@ impl LightScreen {
     /// The scroll region (1-based top and bottom) if the program set one.
     pub fn region(&self) -> Option<(u16, u16)> {
         self.queries_state.region
+    }
+
+    /// The state as a checkpoint (`grid/checkpoint.rs` holds the codec), or `None` inside a
+    /// sequence: a checkpoint is only taken in the ground state, where the parser's scratch
+    /// fields are empty.
+    pub fn checkpoint(&self) -> Option<Vec<u8>> {
+        if self.state != State::Ground {
+            return None;
+        }
+        let mut w = crate::grid::Writer::default();
+        let f = &self.flags;
+        match &f.title {
+            None => w.u8(0),
+            Some(t) => {
+                w.u8(1);
+                w.bytes(t.as_bytes());
+            }
+        }
+        for b in [f.bracketed_paste, f.app_cursor, f.alt_screen, f.input_marks] {
+            w.u8(b as u8);
+        }
+        w.u8(f.kitty_flags);
+        let q = &self.queries_state;
+        for stack in [&q.kitty, &q.kitty_inactive] {
+            w.bytes(stack);
+        }
+        match q.region {
+            None => w.u8(0),
+            Some((t, b)) => {
+                w.u8(1);
+                w.var(t as u64);
+                w.var(b as u64);
+            }
+        }
+        w.u8(q.origin as u8);
+        w.u8(q.sync as u8);
+        w.var(q.cursor_style as u64);
+        w.var(q.rows as u64);
+        w.var(self.pos);
+        Some(w.0)
+    }
+
+    /// A light pass in the ground state rebuilt from [`LightScreen::checkpoint`] (hostile
+    /// input: bounded, refused whole if anything is off).
+    pub(crate) fn restore(r: &mut crate::grid::Reader) -> Result<LightScreen, &'static str> {
+        let mut light = LightScreen::default();
+        let title = match r.u8()? {
+            0 => None,
+            1 => Some(
+                std::str::from_utf8(r.bytes(4 * TITLE_MAX_CHARS)?)
+                    .map_err(|_| "a bad title")?
+                    .to_string(),
+            ),
+            _ => return Err("a bad title"),
+        };
+        let flags = ScreenFlags {
+            title,
+            bracketed_paste: r.bool()?,
+            app_cursor: r.bool()?,
+            alt_screen: r.bool()?,
+            input_marks: r.bool()?,
+            kitty_flags: r.u8()?,
+        };
+        let kitty = r.bytes(KITTY_STACK_MAX)?.to_vec();
+        let kitty_inactive = r.bytes(KITTY_STACK_MAX)?.to_vec();
+        let region = match r.u8()? {
+            0 => None,
+            1 => Some((
+                r.upto(u16::MAX as u64)? as u16,
+                r.upto(u16::MAX as u64)? as u16,
+            )),
+            _ => return Err("a bad region"),
+        };
+        light.queries_state = QueryState {
+            kitty,
+            kitty_inactive,
+            region,
+            origin: r.bool()?,
+            sync: r.bool()?,
+            cursor_style: r.upto(u16::MAX as u64)? as u16,
+            rows: r.upto(u16::MAX as u64)? as u16,
+        };
+        light.flags = flags;
+        light.pos = r.var()?;
+        light.seq_start = light.pos;
+        Ok(light)
+    }
+
+    /// Whether the alternate screen was ever entered.
+    pub fn alt_used(&self) -> bool {
+        self.alt_used
+    }
+
+    /// Stream offset of the next byte.
+    pub fn pos(&self) -> u64 {
+        self.pos
     }
 
     /// The PTY was resized to `rows` rows: like a terminal, reset the scroll region.
@@ -626,6 +725,7 @@ impl LightScreen {
                         self.sync_kitty();
                     }
                     self.flags.alt_screen = on;
+                    self.alt_used |= on;
                 }
                 _ => {}
             }

@@ -4,8 +4,9 @@
 //! read whole or not at all and its size is bounded by the buffer the reader offers
 //! ([`MESSAGE_MAX`]): a packet that does not fit is truncated by the kernel (`MSG_TRUNC`)
 //! and refused here, never grown into. A message that carries a PTY master
-//! ([`ToKeeper::Register`], [`FromKeeper::Survivor`]) carries exactly one descriptor as
-//! `SCM_RIGHTS`; the codec only says which ones must.
+//! ([`ToKeeper::Register`], [`FromKeeper::Survivor`]) carries it as the first
+//! `SCM_RIGHTS` descriptor, optionally followed by the session's screen memory (a memfd,
+//! see `docs/recovery.md`); the codec only says which ones must.
 //!
 //! Encoding: one tag byte, then the fields in order: a pid as a little-endian `u32`, a
 //! string as one length byte and that many bytes of printable ASCII (ids and tokens are hex
@@ -134,6 +135,16 @@ impl ToKeeper {
         matches!(self, ToKeeper::Register { .. })
     }
 
+    /// How many descriptors the packet may carry: a `Register` its master, optionally
+    /// followed by the screen's memory (a memfd the keeper only holds and hands back).
+    pub fn fds_allowed(&self) -> std::ops::RangeInclusive<usize> {
+        if self.carries_fd() {
+            1..=2
+        } else {
+            0..=0
+        }
+    }
+
     /// The packet. `None` if a string field is too long or not printable ASCII.
     pub fn encode(&self) -> Option<Vec<u8>> {
         let mut w = Writer::default();
@@ -186,6 +197,16 @@ impl FromKeeper {
     /// Whether this message must carry exactly one descriptor.
     pub fn carries_fd(&self) -> bool {
         matches!(self, FromKeeper::Survivor { .. })
+    }
+
+    /// How many descriptors the packet may carry: a `Survivor` its master, optionally
+    /// followed by the screen's memory the daemon registered with it.
+    pub fn fds_allowed(&self) -> std::ops::RangeInclusive<usize> {
+        if self.carries_fd() {
+            1..=2
+        } else {
+            0..=0
+        }
     }
 
     /// The packet. `None` if a string field is too long or not printable ASCII.

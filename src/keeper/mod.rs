@@ -80,7 +80,7 @@ struct Daemon {
     link: Option<OwnedFd>,
     facts: Facts,
     /// Packets for the daemon not yet sent (its queue was full), in order.
-    outbox: VecDeque<(Vec<u8>, Option<OwnedFd>)>,
+    outbox: VecDeque<(Vec<u8>, Vec<OwnedFd>)>,
     /// Packets refused from this daemon (the first is logged).
     refused: u32,
 }
@@ -480,7 +480,7 @@ impl Keeper {
             let _ = waitpid(pid, Some(WaitPidFlag::WNOHANG));
             if let Reaped::Session(msg) = reaped {
                 if self.daemon.alive && self.daemon.link.is_some() {
-                    self.queue(msg, None);
+                    self.queue(msg, Vec::new());
                 }
             }
         }
@@ -532,16 +532,16 @@ impl Keeper {
 
     /// Queue the survivors (and the end marker) for the daemon just started.
     fn hand_off(&mut self) {
-        for (msg, fd) in self.table.handoff(&RealOs, self.daemons - 1) {
-            self.queue(msg, fd);
+        for (msg, fds) in self.table.handoff(&RealOs, self.daemons - 1) {
+            self.queue(msg, fds);
         }
         self.flush();
     }
 
-    fn queue(&mut self, msg: FromKeeper, fd: Option<OwnedFd>) {
+    fn queue(&mut self, msg: FromKeeper, fds: Vec<OwnedFd>) {
         // Every field came from a daemon's packet that decoded, so it encodes.
         if let Some(bytes) = msg.encode() {
-            self.daemon.outbox.push_back((bytes, fd));
+            self.daemon.outbox.push_back((bytes, fds));
         }
     }
 
@@ -550,8 +550,9 @@ impl Keeper {
             self.daemon.outbox.clear();
             return;
         };
-        while let Some((bytes, fd)) = self.daemon.outbox.front() {
-            match packet::send(link.as_fd(), bytes, fd.as_ref().map(AsFd::as_fd)) {
+        while let Some((bytes, fds)) = self.daemon.outbox.front() {
+            let fds: Vec<_> = fds.iter().map(AsFd::as_fd).collect();
+            match packet::send(link.as_fd(), bytes, &fds) {
                 Ok(()) => {
                     self.daemon.outbox.pop_front();
                 }

@@ -42,6 +42,9 @@ pub struct Entry {
     /// A duplicate of the PTY master: while it is open the terminal never hangs up, so the
     /// program outlives a daemon that dies.
     pub master: OwnedFd,
+    /// The session's screen memory (a memfd the daemon writes its output log into), if the
+    /// daemon sent one: held and handed back, never read by the keeper.
+    pub screen: Option<OwnedFd>,
     /// How the child ended, once the keeper reaped it.
     pub status: Option<ChildStatus>,
 }
@@ -222,7 +225,7 @@ impl Table {
         os: &mut impl Os,
         now: Instant,
     ) -> Handled {
-        if fds.len() != usize::from(msg.carries_fd()) {
+        if !msg.fds_allowed().contains(&fds.len()) {
             return Handled::Refused("a message with the wrong number of descriptors");
         }
         match msg {
@@ -245,7 +248,8 @@ impl Table {
                 if let Some(old) = self.entries.remove(&surface_id) {
                     self.by_pid.remove(&old.pid);
                 }
-                let master = fds.pop().expect("checked: exactly one descriptor");
+                let screen = (fds.len() == 2).then(|| fds.pop()).flatten();
+                let master = fds.pop().expect("checked: one or two descriptors");
                 // A daemon that registers a session has served a create: it started, even if
                 // its `Ready` has not reached us yet (it is sent after the socket serves, and
                 // a kill -9 in between must still be a crash to recover, not a failed start).
@@ -258,6 +262,7 @@ impl Table {
                         pid,
                         token,
                         master,
+                        screen,
                         status: None,
                     },
                 );
@@ -341,7 +346,7 @@ impl Table {
         &mut self,
         os: &impl Os,
         daemons_before: u32,
-    ) -> Vec<(FromKeeper, Option<OwnedFd>)> {
+    ) -> Vec<(FromKeeper, Vec<OwnedFd>)> {
         self.entries
             .retain(|_, e| e.status.is_some() || os.is_child(e.pid));
         let entries = &self.entries;
@@ -354,6 +359,9 @@ impl Table {
                 // daemon's `Close` of an unknown surface is refused harmlessly.
                 continue;
             };
+            let mut fds = vec![master];
+            // Without its screen memory the session still survives (its screen starts empty).
+            fds.extend(e.screen.as_ref().and_then(|s| s.try_clone().ok()));
             out.push((
                 FromKeeper::Survivor {
                     session_id: e.session_id.clone(),
@@ -362,7 +370,7 @@ impl Table {
                     token: e.token.clone(),
                     status: e.status,
                 },
-                Some(master),
+                fds,
             ));
         }
         let count = out.len() as u32;
@@ -371,7 +379,7 @@ impl Table {
                 count,
                 daemons_before,
             },
-            None,
+            Vec::new(),
         ));
         out
     }
@@ -478,6 +486,13 @@ mod tests {
         let e = w.table.get("S1").unwrap();
         assert_eq!((e.pid, e.session_id.as_str()), (100, "session-S1"));
         assert_eq!(e.status, None);
+        assert!(e.screen.is_none());
+        // With the screen's memory as a second descriptor: held with the master.
+        assert_eq!(
+            w.send(register("S2", 101), vec![fd(), fd()]),
+            Handled::Applied
+        );
+        assert!(w.table.get("S2").unwrap().screen.is_some());
     }
 
     #[test]
@@ -488,7 +503,7 @@ mod tests {
             Handled::Refused(_)
         ));
         assert!(matches!(
-            w.send(register("S1", 100), vec![fd(), fd()]),
+            w.send(register("S1", 100), vec![fd(), fd(), fd()]),
             Handled::Refused(_)
         ));
         assert!(matches!(
@@ -652,7 +667,7 @@ mod tests {
     #[test]
     fn the_handoff_carries_live_and_exited_survivors_and_drops_the_gone() {
         let mut w = World::new();
-        w.send(register("alive", 100), vec![fd()]);
+        w.send(register("alive", 100), vec![fd(), fd()]);
         w.send(register("exited", 101), vec![fd()]);
         w.send(register("gone", 102), vec![fd()]);
         w.os.children = vec![100, 101];
@@ -667,7 +682,7 @@ mod tests {
                 daemons_before: 3
             }
         );
-        assert!(fd.is_none());
+        assert!(fd.is_empty());
         out.sort_by_key(|(m, _)| format!("{m:?}"));
         let summary: Vec<_> = out
             .iter()
@@ -681,7 +696,9 @@ mod tests {
                 } => {
                     assert_eq!(token, "t0k3n");
                     assert_eq!(session_id, &format!("session-{surface_id}"));
-                    assert!(fd.is_some());
+                    // The master, and the screen memory when the daemon sent one.
+                    let want = if surface_id == "alive" { 2 } else { 1 };
+                    assert_eq!(fd.len(), want);
                     (surface_id.clone(), *pid, *status)
                 }
                 other => panic!("{other:?}"),

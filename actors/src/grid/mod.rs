@@ -27,7 +27,10 @@
 //! turns the grid into repaint bytes and styled cells.
 
 mod answer;
+mod checkpoint;
 mod encode;
+
+pub(crate) use checkpoint::{Reader, Writer};
 
 pub use answer::SnapshotHead;
 
@@ -52,6 +55,15 @@ pub struct RawRing {
 }
 
 impl RawRing {
+    /// An empty ring whose next byte is at stream offset `total` (a screen rebuilt from a
+    /// checkpoint taken there).
+    pub fn starting_at(total: u64) -> RawRing {
+        RawRing {
+            buf: VecDeque::new(),
+            total,
+        }
+    }
+
     /// Append output.
     pub fn push(&mut self, bytes: &[u8]) {
         self.total += bytes.len() as u64;
@@ -498,6 +510,11 @@ impl Grid {
             cols: cols as usize,
             rows: rows as usize,
         });
+    }
+
+    /// Rows of history kept.
+    pub fn scrollback(&self) -> usize {
+        self.scrollback
     }
 
     /// Grid width.

@@ -40,6 +40,9 @@ pub struct Survivor {
     pub token: String,
     /// A duplicate of its PTY master.
     pub master: OwnedFd,
+    /// Its screen memory (the memfd the dead daemon logged its output into), if the keeper
+    /// held one: untrusted until `screen_model::store` validated it.
+    pub screen: Option<OwnedFd>,
     /// How the child ended while no daemon was there, if it did.
     pub status: Option<ChildStatus>,
 }
@@ -65,7 +68,7 @@ pub struct Handoff {
 }
 
 enum Outgoing {
-    Packet(ToKeeper, Option<OwnedFd>),
+    Packet(ToKeeper, Vec<OwnedFd>),
     /// Answer once everything queued before has been sent.
     Flushed(oneshot::Sender<()>),
 }
@@ -120,8 +123,8 @@ impl Keeper {
         Ok((keeper, handoff))
     }
 
-    fn send(&self, msg: ToKeeper, fd: Option<OwnedFd>) {
-        let _ = self.tx.send(Outgoing::Packet(msg, fd));
+    fn send(&self, msg: ToKeeper, fds: Vec<OwnedFd>) {
+        let _ = self.tx.send(Outgoing::Packet(msg, fds));
     }
 
     /// A child was spawned on this master: the keeper holds a duplicate under `surface_id`.
@@ -132,17 +135,23 @@ impl Keeper {
         pid: u32,
         token: &str,
         master: BorrowedFd<'_>,
+        screen: Option<BorrowedFd<'_>>,
     ) {
         match master.try_clone_to_owned() {
-            Ok(dup) => self.send(
-                ToKeeper::Register {
-                    session_id: session_id.into(),
-                    surface_id: surface_id.into(),
-                    pid,
-                    token: token.into(),
-                },
-                Some(dup),
-            ),
+            Ok(dup) => {
+                let mut fds = vec![dup];
+                // Without it the program still survives; its screen would start empty.
+                fds.extend(screen.and_then(|s| s.try_clone_to_owned().ok()));
+                self.send(
+                    ToKeeper::Register {
+                        session_id: session_id.into(),
+                        surface_id: surface_id.into(),
+                        pid,
+                        token: token.into(),
+                    },
+                    fds,
+                )
+            }
             Err(e) => {
                 tracing::warn!(session_id, error = %e, "cannot hand the keeper a master; this session will not survive a daemon crash")
             }
@@ -161,19 +170,19 @@ impl Keeper {
             ToKeeper::Close {
                 surface_id: surface_id.into(),
             },
-            None,
+            Vec::new(),
         );
     }
 
     /// The daemon serves its socket.
     pub fn ready(&self) {
-        self.send(ToKeeper::Ready, None);
+        self.send(ToKeeper::Ready, Vec::new());
     }
 
     /// The daemon is stopping on purpose; resolves once the keeper has been told (or the
     /// link is gone), so the daemon never exits before it.
     pub async fn stopping(&self) {
-        self.send(ToKeeper::Stopping, None);
+        self.send(ToKeeper::Stopping, Vec::new());
         let (done, rx) = oneshot::channel();
         if self.tx.send(Outgoing::Flushed(done)).is_ok() {
             let _ = tokio::time::timeout(Duration::from_secs(5), rx).await;
@@ -223,7 +232,7 @@ fn set_cloexec_nonblocking(fd: RawFd) -> io::Result<()> {
 }
 
 /// One packet from the keeper (`None`: it closed the link), refusing malformed ones.
-async fn recv(link: &AsyncFd<OwnedFd>) -> io::Result<Option<(FromKeeper, Option<OwnedFd>)>> {
+async fn recv(link: &AsyncFd<OwnedFd>) -> io::Result<Option<(FromKeeper, Vec<OwnedFd>)>> {
     let mut buf = [0u8; MESSAGE_MAX];
     loop {
         let mut guard = link.readable().await?;
@@ -235,14 +244,14 @@ async fn recv(link: &AsyncFd<OwnedFd>) -> io::Result<Option<(FromKeeper, Option<
             Ok(Err(e)) => return Err(e),
             Err(_would_block) => continue,
         };
-        let mut fds = received.fds;
+        let fds = received.fds;
         if received.truncated {
             tracing::warn!("refused an oversized packet from the keeper");
             continue;
         }
         match FromKeeper::decode(&buf[..received.len]) {
-            Ok(msg) if fds.len() == usize::from(msg.carries_fd()) => {
-                return Ok(Some((msg, fds.pop())));
+            Ok(msg) if msg.fds_allowed().contains(&fds.len()) => {
+                return Ok(Some((msg, fds)));
             }
             Ok(_) => tracing::warn!("refused a keeper packet with the wrong descriptors"),
             Err(e) => tracing::warn!(error = %e, "refused a malformed keeper packet"),
@@ -267,15 +276,21 @@ async fn read_handoff(link: &AsyncFd<OwnedFd>) -> io::Result<Handoff> {
                     token,
                     status,
                 },
-                Some(master),
-            )) => survivors.push(Survivor {
-                session_id,
-                surface_id,
-                pid,
-                token,
-                master,
-                status,
-            }),
+                fds,
+            )) => {
+                let mut fds = fds.into_iter();
+                if let Some(master) = fds.next() {
+                    survivors.push(Survivor {
+                        session_id,
+                        surface_id,
+                        pid,
+                        token,
+                        master,
+                        screen: fds.next(),
+                        status,
+                    });
+                }
+            }
             Some((FromKeeper::HandoffEnd { daemons_before, .. }, _)) => {
                 return Ok(Handoff {
                     survivors,
@@ -289,11 +304,7 @@ async fn read_handoff(link: &AsyncFd<OwnedFd>) -> io::Result<Handoff> {
     }
 }
 
-async fn send_packet(
-    link: &AsyncFd<OwnedFd>,
-    msg: &ToKeeper,
-    fd: Option<&OwnedFd>,
-) -> io::Result<()> {
+async fn send_packet(link: &AsyncFd<OwnedFd>, msg: &ToKeeper, fds: &[OwnedFd]) -> io::Result<()> {
     let Some(bytes) = msg.encode() else {
         // Ids and tokens are ours and always encode; never send a half message.
         return Ok(());
@@ -304,7 +315,7 @@ async fn send_packet(
             packet::send(
                 std::os::fd::AsFd::as_fd(l.get_ref()),
                 &bytes,
-                fd.map(std::os::fd::AsFd::as_fd),
+                &fds.iter().map(std::os::fd::AsFd::as_fd).collect::<Vec<_>>(),
             )
         }) {
             Ok(result) => return result,
@@ -326,8 +337,8 @@ async fn serve(
             out = rx.recv() => match out {
                 None => return,
                 Some(Outgoing::Flushed(done)) => { let _ = done.send(()); }
-                Some(Outgoing::Packet(msg, fd)) => {
-                    if open && send_packet(&link, &msg, fd.as_ref()).await.is_err() {
+                Some(Outgoing::Packet(msg, fds)) => {
+                    if open && send_packet(&link, &msg, &fds).await.is_err() {
                         open = false;
                         keeper_gone(&exits);
                     }

@@ -1,4 +1,4 @@
-//! One packet on the keeper's `SOCK_SEQPACKET` socketpair: send with at most one descriptor,
+//! One packet on the keeper's `SOCK_SEQPACKET` socketpair: send with its descriptors,
 //! receive into a bounded buffer. Shared by the keeper (blocking-free `poll` loop, no
 //! runtime) and the daemon's side of the link.
 
@@ -21,12 +21,12 @@ pub fn pair() -> io::Result<(OwnedFd, OwnedFd)> {
     .map_err(io::Error::from)
 }
 
-/// Send one packet, with `fd` attached as `SCM_RIGHTS` if given. `WouldBlock` when the
+/// Send one packet, with `fds` attached as `SCM_RIGHTS` (in order) if any. `WouldBlock` when the
 /// peer's queue is full (nothing was sent); `MSG_NOSIGNAL`: a gone peer is `EPIPE`, never a
 /// signal.
-pub fn send(sock: BorrowedFd<'_>, packet: &[u8], fd: Option<BorrowedFd<'_>>) -> io::Result<()> {
+pub fn send(sock: BorrowedFd<'_>, packet: &[u8], fds: &[BorrowedFd<'_>]) -> io::Result<()> {
     let iov = [IoSlice::new(packet)];
-    let fds: Vec<RawFd> = fd.iter().map(|f| f.as_raw_fd()).collect();
+    let fds: Vec<RawFd> = fds.iter().map(|f| f.as_raw_fd()).collect();
     let cmsgs: Vec<ControlMessage> = if fds.is_empty() {
         Vec::new()
     } else {
@@ -110,8 +110,8 @@ mod tests {
     fn a_packet_and_its_descriptor_arrive_together() {
         let (a, b) = pair().unwrap();
         let devnull = std::fs::File::open("/dev/null").unwrap();
-        send(a.as_fd(), b"hello", Some(devnull.as_fd())).unwrap();
-        send(a.as_fd(), b"again", None).unwrap();
+        send(a.as_fd(), b"hello", &[devnull.as_fd()]).unwrap();
+        send(a.as_fd(), b"again", &[]).unwrap();
         let mut buf = [0u8; 16];
         let got = recv(b.as_fd(), &mut buf).unwrap().unwrap();
         assert_eq!(&buf[..got.len], b"hello");
@@ -131,7 +131,7 @@ mod tests {
     #[test]
     fn an_oversized_packet_is_flagged_never_grown_into() {
         let (a, b) = pair().unwrap();
-        send(a.as_fd(), &[7u8; 64], None).unwrap();
+        send(a.as_fd(), &[7u8; 64], &[]).unwrap();
         let mut buf = [0u8; 16];
         let got = recv(b.as_fd(), &mut buf).unwrap().unwrap();
         assert!(got.truncated);

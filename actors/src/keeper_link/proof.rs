@@ -144,6 +144,7 @@ mod tests {
             pid,
             token: "0123456789abcdef0123456789abcdef".into(),
             master,
+            screen: None,
             // An exited child: no process to look at.
             status: Some(maxx_protocol::keeper::ChildStatus::Code(0)),
         }

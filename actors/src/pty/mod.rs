@@ -37,6 +37,7 @@ use crate::keeper_link::Keeper;
 use maxx_protocol::keeper::ChildStatus;
 
 use crate::screen::ScreenEvent;
+use crate::screen_model::store::Staging;
 use crate::screen_model::{Drained, ScreenModel};
 use nix::sys::signal::{killpg, Signal};
 use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
@@ -54,6 +55,8 @@ use tokio::task::JoinHandle;
 
 /// Largest chunk read from the master at once.
 const READ_CHUNK: usize = 64 * 1024;
+// The pump reads into the screen memory's staging area when there is one: the same size.
+const _: () = assert!(READ_CHUNK == crate::screen_model::store::STAGE_BYTES);
 /// Forwarded chunks in flight between the pump and the actor before the pump stops reading.
 const READ_CREDITS: usize = 16;
 /// Input bytes that may wait for a child that is not reading before writes are refused.
@@ -306,6 +309,7 @@ impl Pty {
             }),
         );
         let output = Output {
+            staging: model.staging(generation),
             model,
             generation,
             credits: Arc::new(Semaphore::new(READ_CREDITS)),
@@ -334,13 +338,22 @@ impl Pty {
 
     /// Hand the keeper a duplicate of the master, so this program outlives a daemon crash;
     /// the keeper is told when the surface goes (drop).
-    pub fn keep(&mut self, keeper: Keeper, session_id: &str, surface_id: &str, token: &str) {
+    /// `screen`: the session's screen memory, held with the master and handed back with it.
+    pub fn keep(
+        &mut self,
+        keeper: Keeper,
+        session_id: &str,
+        surface_id: &str,
+        token: &str,
+        screen: Option<OwnedFd>,
+    ) {
         keeper.register(
             session_id,
             surface_id,
             self.pid,
             token,
             self.master.fd().as_fd(),
+            screen.as_ref().map(AsFd::as_fd),
         );
         self.kept = Some(Kept {
             keeper,
@@ -542,10 +555,20 @@ async fn read_chunk(io: &AsyncFd<OwnedFd>, output: &Output) -> Option<Drained> {
         let mut guard = io.readable().await.ok()?;
         let (drained, closed) = SCRATCH.with(|scratch| {
             let mut scratch = scratch.borrow_mut();
+            let staging = output.staging.as_ref();
+            let buf: &mut [u8] = match staging {
+                Some(s) => {
+                    s.begin();
+                    // SAFETY: this pump is the staging area's only user, and the slice is
+                    // dropped before the next `begin`.
+                    unsafe { s.buf() }
+                }
+                None => &mut scratch[..],
+            };
             let mut filled = 0;
             let mut closed = false;
-            while filled < scratch.len() {
-                let rest = &mut scratch[filled..];
+            while filled < buf.len() {
+                let rest = &mut buf[filled..];
                 let result = guard.try_io(|fd| {
                     // SAFETY: reading into a valid, exclusively borrowed slice.
                     let n = unsafe {
@@ -566,7 +589,12 @@ async fn read_chunk(io: &AsyncFd<OwnedFd>, output: &Output) -> Option<Drained> {
                         closed = true;
                         break;
                     }
-                    Ok(Ok(n)) => filled += n,
+                    Ok(Ok(n)) => {
+                        filled += n;
+                        if let Some(s) = staging {
+                            s.staged(filled);
+                        }
+                    }
                     Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
                     Ok(Err(_)) => {
                         // EIO: the slave side is gone (what was read before still counts).
@@ -576,7 +604,7 @@ async fn read_chunk(io: &AsyncFd<OwnedFd>, output: &Output) -> Option<Drained> {
                     Err(_would_block) => break,
                 }
             }
-            let drained = (filled > 0).then(|| output.drain(&scratch[..filled]));
+            let drained = (filled > 0).then(|| output.drain(&buf[..filled]));
             (drained, closed)
         });
         if drained.is_some() {
@@ -616,6 +644,9 @@ async fn write_some(io: &AsyncFd<OwnedFd>, bytes: &[u8]) -> io::Result<usize> {
 
 /// Where the pump puts output.
 struct Output {
+    /// The read buffer in the session's screen memory, if it has one: a chunk read and
+    /// not drained yet survives the daemon there.
+    staging: Option<Staging>,
     model: Arc<ScreenModel>,
     generation: u64,
     /// Bounds forwarded chunks the session actor has not processed yet.

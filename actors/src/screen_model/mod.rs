@@ -37,6 +37,10 @@
 
 mod forward;
 mod pool;
+#[cfg(test)]
+mod recovery_tests;
+mod saved;
+pub mod store;
 
 pub use pool::{pool, Pool};
 
@@ -50,6 +54,7 @@ use pool::{Job, Looked};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use store::Store;
 
 /// Bytes parsed per hold of the grid lock (a reader waits at most this long).
 const SLICE_BYTES: usize = 64 * 1024;
@@ -69,6 +74,9 @@ const MATCH_QUIET: std::time::Duration = std::time::Duration::from_millis(2);
 const INLINE_ANSWER_BYTES: usize = 16 * 1024;
 /// Resizes recorded ahead of the grid before a resize catches the grid up instead.
 const RESIZES_MAX: usize = 64;
+/// Log length in the screen memory past which a checkpoint is taken (at the next chunk that
+/// ends in the parser's ground state), so the log starts again after it.
+const CHECKPOINT_AT: usize = 2 * 1024 * 1024;
 /// Answers waiting for the grid before further queries are ignored (a program flooding
 /// queries without reading the answers).
 const ANSWERS_MAX: usize = 4096;
@@ -125,6 +133,12 @@ struct Drain {
     /// Queries were ignored because `answers` was full (logged once until it drains).
     answers_ignored: bool,
     sink: Option<AnswerSink>,
+    /// The screen memory the keeper holds too: every chunk and resize is logged there
+    /// first, so a next daemon can rebuild this screen.
+    store: Option<Store>,
+    /// A checkpoint is due once the grid has parsed up to this stream offset (a chunk end
+    /// where the light pass, whose state at that point is kept here, was in its ground state).
+    pending: Option<(u64, Vec<u8>)>,
 }
 
 impl Drain {
@@ -176,6 +190,8 @@ pub struct ScreenModel {
     /// Woken when the grid has consumed backlog (the pump waits on it while it is full).
     space: tokio::sync::Notify,
     notify: Notify,
+    /// [`CHECKPOINT_AT`] (tests take checkpoints far more often).
+    checkpoint_at: std::sync::atomic::AtomicUsize,
 }
 
 /// A locked, materialised grid.
@@ -212,6 +228,8 @@ impl ScreenModel {
                 answers: VecDeque::new(),
                 answers_ignored: false,
                 sink: None,
+                store: None,
+                pending: None,
             }),
             grid: Mutex::new(None),
             watches: Mutex::new(Vec::new()),
@@ -222,22 +240,38 @@ impl ScreenModel {
             last_match: Mutex::new(std::time::Instant::now()),
             space: tokio::sync::Notify::new(),
             notify,
+            checkpoint_at: std::sync::atomic::AtomicUsize::new(CHECKPOINT_AT),
         })
     }
 
     /// New output from the pump of surface `generation`: the light pass and the ring;
     /// answers the queries it can at once, and wakes whoever must parse.
     pub fn drain(self: &Arc<Self>, generation: u64, bytes: &[u8]) -> Drained {
+        self.take_in(generation, bytes, false)
+    }
+
+    /// [`Self::drain`], or (`replay`) output a dead daemon already read and logged: logged
+    /// again never, its queries not answered again (that daemon did), nothing forwarded.
+    fn take_in(self: &Arc<Self>, generation: u64, bytes: &[u8], replay: bool) -> Drained {
         let mut d = lock(&self.drain);
         if d.generation != generation {
             return Drained::default();
         }
+        if !replay {
+            // Logged before it counts as read: a daemon killed from here on loses nothing.
+            if let Some(store) = d.store.as_mut() {
+                store.output(bytes);
+            }
+        }
         let at = d.ring.total();
         let events = d.light.advance(bytes);
         d.ring.push(bytes);
+        let checkpoint = !replay && self.want_checkpoint(&mut d, bytes);
         let mut urgent = false;
         let mut cuts = Vec::new();
-        if d.light.found_any() {
+        if replay && d.light.found_any() {
+            drop(d.light.take_found());
+        } else if d.light.found_any() {
             let (found, extra) = d.light.take_found();
             let (cols, rows) = d.size;
             for f in found {
@@ -271,7 +305,7 @@ impl ScreenModel {
         let backlog = d.ring.len();
         let full = d.ring.full();
         drop(d);
-        if backlog >= PARSE_AT {
+        if backlog >= PARSE_AT || checkpoint {
             self.schedule();
         } else if self.watched.load(Ordering::Acquire) {
             if backlog >= SLICE_BYTES {
@@ -317,6 +351,8 @@ impl ScreenModel {
         d.answers = VecDeque::new();
         d.answers_ignored = false;
         d.sink = None;
+        d.store = None;
+        d.pending = None;
         *grid = None;
         self.space.notify_one();
         d.generation
@@ -332,8 +368,17 @@ impl ScreenModel {
 
     /// The PTY was resized: the grid applies it at this point of the output stream.
     pub fn resize(&self, cols: u16, rows: u16) {
+        self.resize_as(cols, rows, false)
+    }
+
+    fn resize_as(&self, cols: u16, rows: u16, replay: bool) {
         let mut slot = lock(&self.grid);
         let mut d = lock(&self.drain);
+        if !replay {
+            if let Some(store) = d.store.as_mut() {
+                store.resize(cols, rows);
+            }
+        }
         d.light.resized(rows);
         d.size = (cols, rows);
         let at = d.ring.total();
@@ -431,6 +476,11 @@ impl ScreenModel {
         let slice = {
             let mut d = lock(&self.drain);
             self.settle(&mut d, grid);
+            if d.pending.as_ref().is_some_and(|(at, _)| *at == grid.fed()) {
+                drop(d);
+                self.write_checkpoint(grid);
+                d = lock(&self.drain);
+            }
             let fed = grid.fed();
             let target = target.min(d.ring.total());
             if fed >= target {
@@ -441,6 +491,9 @@ impl ScreenModel {
                 stop = stop.min(*at);
             }
             if let Some((at, _, _)) = d.resizes.front() {
+                stop = stop.min(*at);
+            }
+            if let Some((at, _)) = d.pending.as_ref().filter(|(at, _)| *at > fed) {
                 stop = stop.min(*at);
             }
             d.ring.copy_from(fed, (stop - fed) as usize)
@@ -568,8 +621,11 @@ impl ScreenModel {
         self.queued.store(false, Ordering::Release);
         self.queued_soon.store(false, Ordering::Release);
         let watched = self.watched.load(Ordering::Acquire);
-        if !watched && lock(&self.drain).ring.len() < PARSE_AT {
-            return Looked::Done;
+        {
+            let d = lock(&self.drain);
+            if !watched && d.ring.len() < PARSE_AT && d.pending.is_none() {
+                return Looked::Done;
+            }
         }
         let target = lock(&self.drain).ring.total();
         loop {
@@ -670,7 +726,7 @@ pub fn recent_rows(grid: &Grid, back: usize) -> Vec<Row> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use proptest::prelude::*;
     use std::sync::mpsc;
@@ -692,7 +748,7 @@ mod tests {
     );
 
     /// A model whose matches and answers are collected.
-    fn model() -> Harness {
+    pub(super) fn model() -> Harness {
         let (tx, rx) = mpsc::channel();
         let tx = Mutex::new(tx);
         let m = ScreenModel::new(Box::new(move |ids| {
@@ -855,12 +911,13 @@ mod tests {
 
     /// Everything a reader can see of a grid: rows (history included), wraps, styles,
     /// cursor and modes.
-    fn fingerprint(g: &Grid) -> String {
+    pub(super) fn fingerprint(g: &Grid) -> String {
         let mut out = format!(
-            "{}x{} cursor {:?} alt {} history {} mode {:?}\n",
+            "{}x{} cursor {:?} {:?} alt {} history {} mode {:?}\n",
             g.cols(),
             g.rows(),
             g.cursor(),
+            g.state().cursor_style(),
             g.alt_screen(),
             g.history(),
             g.state().mode()
@@ -885,7 +942,7 @@ mod tests {
 
     /// One step of a differential run.
     #[derive(Debug, Clone)]
-    enum Step {
+    pub(super) enum Step {
         Out(Vec<u8>),
         Resize(u16, u16),
         Read,
@@ -917,6 +974,15 @@ mod tests {
             Just(b"\x1b]2;title\x07".to_vec()),
             Just(b"\x1b[6n".to_vec()),
             Just(b"\t".to_vec()),
+            Just(b"\x1bH".to_vec()),
+            Just(b"\x1b[3g".to_vec()),
+            Just(b"\x0e".to_vec()),
+            Just(b"\x0f".to_vec()),
+            Just(b"x\x1b[3b".to_vec()),
+            Just(b"\x1b[2b".to_vec()),
+            Just(b"\x1b[4 q".to_vec()),
+            Just(b"\x1b[5 q".to_vec()),
+            Just(b"\x1b[0 q".to_vec()),
             Just(b"\r\n".to_vec()),
             Just(b"\n".to_vec()),
             Just("日本語".as_bytes().to_vec()),
@@ -925,7 +991,7 @@ mod tests {
         ]
     }
 
-    fn step() -> impl Strategy<Value = Step> {
+    pub(super) fn step() -> impl Strategy<Value = Step> {
         prop_oneof![
             8 => prop::collection::vec(piece(), 1..8).prop_map(|p| Step::Out(p.concat())),
             1 => (2u16..30, 1u16..12).prop_map(|(c, r)| Step::Resize(c, r)),

@@ -12,6 +12,7 @@ use crate::bus::BusMsg;
 use crate::persistence::{PersistMsg, Record};
 use crate::pty::{ExitInfo, Pty, SpawnSpec};
 use crate::registry::RegistryMsg;
+use crate::screen_model::store::Store;
 use crate::stats::Stats;
 use maxx_protocol::audit::AuditKind;
 use maxx_protocol::error::{ErrorBody, ErrorCode};
@@ -221,27 +222,66 @@ impl SessionState {
             pid,
             token,
             master,
+            screen,
             status,
             ..
         } = survivor;
-        let pty = Pty::adopt(
+        // The screen as the dead daemon left it, rebuilt before any new output is read.
+        let screen = match screen.map(|fd| state.model.recover(generation, fd)) {
+            Some(Ok(scrollback)) => {
+                state.scrollback_lines = scrollback;
+                "restored"
+            }
+            Some(Err(why)) => {
+                tracing::warn!(
+                    session_id = %state.view.session_id,
+                    why,
+                    "the screen memory the keeper handed over was refused; the screen starts empty"
+                );
+                "refused"
+            }
+            None => "none",
+        };
+        // Without a usable one, a fresh screen memory from here on (registered below), so
+        // the next crash keeps what this daemon shows.
+        let fresh = screen != "restored"
+            && status.is_none()
+            && match Store::create(state.view.cols, state.view.rows, state.scrollback_lines) {
+                Ok(store) => {
+                    state.model.keep_screen(generation, store);
+                    true
+                }
+                Err(_) => false,
+            };
+        let session_id = state.view.session_id.clone();
+        let surface = surface_id.clone();
+        let mut pty = Pty::adopt(
             master,
             pid,
             status,
             state.view.command.is_some(),
-            keeper,
+            keeper.clone(),
             surface_id,
             state.model.clone(),
             generation,
             move |event| me.cast(SessionMsg::Pump(event)).is_ok(),
         )?;
+        if fresh {
+            pty.keep(
+                keeper,
+                &session_id,
+                &surface,
+                &token,
+                state.model.screen_fd(),
+            );
+        }
         state.registration_token = token;
         state.pty = Some(pty);
         state.record(
             AuditKind::Lifecycle,
             Some("readopted".into()),
             None,
-            Some(serde_json::json!({ "pid": pid })),
+            Some(serde_json::json!({ "pid": pid, "screen": screen })),
             "maxx".into(),
         );
         state.touch();
@@ -361,6 +401,18 @@ impl SessionState {
         let generation = self
             .model
             .reset(self.view.cols, self.view.rows, self.scrollback_lines);
+        if spawn.keeper.is_some() {
+            // The screen's memory, which the keeper holds too: logged into from the first
+            // byte, so a daemon that dies leaves the next one this screen.
+            match Store::create(self.view.cols, self.view.rows, self.scrollback_lines) {
+                Ok(store) => self.model.keep_screen(generation, store),
+                Err(e) => tracing::warn!(
+                    session_id = %self.view.session_id,
+                    error = %e,
+                    "no screen memory for this surface; its screen will not survive a daemon crash"
+                ),
+            }
+        }
         let pty = Pty::spawn(
             SpawnSpec {
                 command: self.view.command.clone(),
@@ -380,6 +432,7 @@ impl SessionState {
                 &self.view.session_id,
                 &surface_id,
                 &registration_token,
+                self.model.screen_fd(),
             );
         }
         self.view.surface_id = surface_id;

@@ -1,0 +1,687 @@
+//! A grid's state as bytes, and back: the checkpoint a session's screen memory keeps so the
+//! next daemon rebuilds the screen without the output that led to it (`screen_model/store.rs`,
+//! `docs/recovery.md`).
+//!
+//! Written only at a point of the stream where the parser is in its ground state (no escape
+//! sequence or UTF-8 character half read) and the primary screen is active. It holds every
+//! cell of the history and the screen (character, colours, attributes, underline colour,
+//! combining characters, the OSC 133 tag), both cursors (position, template, charsets,
+//! pending wrap), the modes, the tab stops and the active charset. The scroll region and
+//! the kitty keyboard stacks are the light pass's (`screen.rs`), which carries them in its own
+//! part of the checkpoint. Not carried (none is visible in a read): a program's own OSC 8
+//! links, colours it set with OSC 4/10/11/12, the title stack, and the alternate screen's
+//! saved cursor (`ESC 7` in an alternate screen that was left again).
+//!
+//! The decoder treats its input as hostile: every count and size is bounded before anything
+//! is allocated, and anything out of place refuses the whole checkpoint.
+
+use super::{Grid, Region, INPUT_ID, PROMPT_ID};
+use alacritty_terminal::grid::{Dimensions, Row};
+use alacritty_terminal::index::{Column, Line, Point};
+use alacritty_terminal::term::cell::{Cell, Flags};
+use alacritty_terminal::term::TermMode;
+use alacritty_terminal::vte::ansi::{
+    CharsetIndex, Color, CursorShape, CursorStyle, NamedColor, Rgb, StandardCharset,
+};
+use maxx_protocol::limits::{GRID_MAX_CELLS, MAX_SCROLLBACK_LINES, MIN_COLS};
+
+/// Little-endian writer with LEB128 varints.
+#[derive(Default)]
+pub(crate) struct Writer(pub(crate) Vec<u8>);
+
+impl Writer {
+    pub(crate) fn u8(&mut self, v: u8) {
+        self.0.push(v);
+    }
+    pub(crate) fn var(&mut self, mut v: u64) {
+        loop {
+            let b = (v & 0x7f) as u8;
+            v >>= 7;
+            if v == 0 {
+                self.0.push(b);
+                return;
+            }
+            self.0.push(b | 0x80);
+        }
+    }
+    pub(crate) fn bytes(&mut self, b: &[u8]) {
+        self.var(b.len() as u64);
+        self.0.extend_from_slice(b);
+    }
+}
+
+/// The matching reader: every read is bounds-checked.
+pub(crate) struct Reader<'a>(pub(crate) &'a [u8]);
+
+/// Why a checkpoint was refused.
+pub(crate) type Bad = &'static str;
+
+impl<'a> Reader<'a> {
+    pub(crate) fn u8(&mut self) -> Result<u8, Bad> {
+        let (b, rest) = self.0.split_first().ok_or("a cut checkpoint")?;
+        self.0 = rest;
+        Ok(*b)
+    }
+    pub(crate) fn var(&mut self) -> Result<u64, Bad> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.u8()?;
+            v |= ((b & 0x7f) as u64) << shift;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err("a varint too long")
+    }
+    /// A varint no larger than `max`.
+    pub(crate) fn upto(&mut self, max: u64) -> Result<u64, Bad> {
+        let v = self.var()?;
+        if v > max {
+            return Err("a value out of bounds");
+        }
+        Ok(v)
+    }
+    pub(crate) fn bytes(&mut self, max: usize) -> Result<&'a [u8], Bad> {
+        let n = self.upto(max as u64)? as usize;
+        if n > self.0.len() {
+            return Err("a cut checkpoint");
+        }
+        let (b, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Ok(b)
+    }
+    pub(crate) fn bool(&mut self) -> Result<bool, Bad> {
+        match self.u8()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            _ => Err("a bad flag"),
+        }
+    }
+}
+
+const NAMED: [NamedColor; 29] = {
+    use NamedColor::*;
+    [
+        Black,
+        Red,
+        Green,
+        Yellow,
+        Blue,
+        Magenta,
+        Cyan,
+        White,
+        BrightBlack,
+        BrightRed,
+        BrightGreen,
+        BrightYellow,
+        BrightBlue,
+        BrightMagenta,
+        BrightCyan,
+        BrightWhite,
+        Foreground,
+        Background,
+        Cursor,
+        DimBlack,
+        DimRed,
+        DimGreen,
+        DimYellow,
+        DimBlue,
+        DimMagenta,
+        DimCyan,
+        DimWhite,
+        BrightForeground,
+        DimForeground,
+    ]
+};
+
+fn put_color(w: &mut Writer, c: Color) {
+    match c {
+        Color::Named(n) => {
+            w.u8(0);
+            w.var(NAMED.iter().position(|x| *x == n).unwrap_or(0) as u64);
+        }
+        Color::Spec(Rgb { r, g, b }) => {
+            w.u8(1);
+            w.0.extend_from_slice(&[r, g, b]);
+        }
+        Color::Indexed(i) => {
+            w.u8(2);
+            w.u8(i);
+        }
+    }
+}
+
+fn get_color(r: &mut Reader) -> Result<Color, Bad> {
+    Ok(match r.u8()? {
+        0 => Color::Named(NAMED[r.upto(NAMED.len() as u64 - 1)? as usize]),
+        1 => Color::Spec(Rgb {
+            r: r.u8()?,
+            g: r.u8()?,
+            b: r.u8()?,
+        }),
+        2 => Color::Indexed(r.u8()?),
+        _ => return Err("a bad colour"),
+    })
+}
+
+/// What a cell looks like apart from its characters.
+#[derive(Clone, PartialEq)]
+struct Style {
+    fg: Color,
+    bg: Color,
+    flags: u16,
+    underline: Option<Color>,
+    /// 0 none, 1 prompt, 2 input (the OSC 133 tag).
+    tag: u8,
+}
+
+/// The bit the wait matcher marks scanned rows with: not carried.
+const SCANNED: u16 = 0x8000;
+
+fn style_of(cell: &Cell) -> Style {
+    let tag = match cell.hyperlink() {
+        Some(h) if h.id() == PROMPT_ID => 1,
+        Some(h) if h.id() == INPUT_ID => 2,
+        _ => 0,
+    };
+    Style {
+        fg: cell.fg,
+        bg: cell.bg,
+        flags: cell.flags.bits() & !SCANNED,
+        underline: cell.underline_color(),
+        tag,
+    }
+}
+
+/// Styles seen so far: each is written where it is first used, so the reader builds the
+/// same table in the same order.
+#[derive(Default)]
+struct Styles {
+    list: Vec<Style>,
+    last: usize,
+}
+
+impl Styles {
+    fn put(&mut self, s: Style, w: &mut Writer) {
+        if self.list.get(self.last) == Some(&s) {
+            w.var(self.last as u64);
+            return;
+        }
+        match self.list.iter().position(|x| *x == s) {
+            Some(i) => {
+                self.last = i;
+                w.var(i as u64);
+            }
+            None => {
+                self.last = self.list.len();
+                w.var(self.last as u64);
+                put_style(w, &s);
+                self.list.push(s);
+            }
+        }
+    }
+}
+
+fn put_style(w: &mut Writer, s: &Style) {
+    put_color(w, s.fg);
+    put_color(w, s.bg);
+    w.var(s.flags as u64);
+    match s.underline {
+        None => w.u8(0),
+        Some(c) => {
+            w.u8(1);
+            put_color(w, c);
+        }
+    }
+    w.u8(s.tag);
+}
+
+impl Grid {
+    /// The grid's state as a checkpoint, or `None` where one cannot be exact (the alternate
+    /// screen is active). The caller makes sure the parser is in its ground state.
+    pub fn checkpoint(&mut self) -> Option<Vec<u8>> {
+        self.finish_feed();
+        if self.term.mode().contains(TermMode::ALT_SCREEN) {
+            return None;
+        }
+        let preceding = self.probe_preceding();
+        let tabs = self.probe_tabs();
+        let g1 = self.probe_charset();
+        // The probes printed: a fresh parser (this is a ground point, so it is in the same
+        // state) with the last printed character put back, as a restored grid gets it.
+        self.parser = alacritty_terminal::vte::ansi::Processor::new();
+        self.set_preceding(preceding);
+        let mut w = Writer::default();
+        w.var(self.cols() as u64);
+        w.var(self.rows() as u64);
+        w.var(self.scrollback as u64);
+        w.var(self.fed);
+        w.u8(match self.region {
+            Region::Output => 0,
+            Region::Prompt => 1,
+            Region::Input => 2,
+        });
+        w.var(self.term.mode().bits() as u64);
+        w.u8(g1 as u8);
+        w.var(preceding.map_or(0, |c| c as u64 + 1));
+        // The cursor style as DECSCUSR's parameter (0: as a fresh terminal has it).
+        let style = self.term.cursor_style();
+        let shape = match style.shape {
+            CursorShape::Underline => 3,
+            CursorShape::Beam => 5,
+            _ => 1,
+        };
+        let decscusr = shape + u8::from(!style.blinking);
+        w.u8(if style == CursorStyle::default() {
+            0
+        } else {
+            decscusr
+        });
+        w.var(tabs.len() as u64);
+        for t in tabs {
+            w.var(t as u64);
+        }
+        let mut styles = Styles::default();
+        let grid = self.term.grid();
+        let history = grid.history_size();
+        w.var(history as u64);
+        let cols = grid.columns();
+        for line in -(history as i32)..grid.screen_lines() as i32 {
+            let row = &grid[Line(line)];
+            let mut extras: Vec<(usize, &[char])> = Vec::new();
+            for col in 0..cols {
+                let cell = &row[Column(col)];
+                styles.put(style_of(cell), &mut w);
+                w.var(cell.c as u64);
+                if let Some(z) = cell.zerowidth() {
+                    extras.push((col, z));
+                }
+            }
+            w.var(extras.len() as u64);
+            for (col, z) in extras {
+                w.var(col as u64);
+                w.var(z.len() as u64);
+                for c in z {
+                    w.var(*c as u64);
+                }
+            }
+        }
+        for cursor in [&grid.cursor, &grid.saved_cursor] {
+            w.var((cursor.point.line.0 + 1) as u64);
+            w.var(cursor.point.column.0 as u64);
+            styles.put(style_of(&cursor.template), &mut w);
+            w.u8(cursor.input_needs_wrap as u8);
+            for i in [
+                CharsetIndex::G0,
+                CharsetIndex::G1,
+                CharsetIndex::G2,
+                CharsetIndex::G3,
+            ] {
+                w.u8(match cursor.charsets[i] {
+                    StandardCharset::Ascii => 0,
+                    StandardCharset::SpecialCharacterAndLineDrawing => 1,
+                });
+            }
+        }
+        Some(w.0)
+    }
+
+    /// Run `probe` with the cursor at the top left over two plain cells, ASCII charsets and
+    /// no pending wrap, then put the first row and the cursor back.
+    fn at_probe_spot<T>(&mut self, probe: impl FnOnce(&mut Grid) -> T) -> T {
+        let grid = self.term.grid_mut();
+        let saved_row = grid[Line(0)].clone();
+        let saved_cursor = grid.cursor.clone();
+        grid.cursor.point = Point::new(Line(0), Column(0));
+        grid.cursor.input_needs_wrap = false;
+        for i in [
+            CharsetIndex::G0,
+            CharsetIndex::G1,
+            CharsetIndex::G2,
+            CharsetIndex::G3,
+        ] {
+            grid.cursor.charsets[i] = StandardCharset::Ascii;
+        }
+        // Plain cells: overwriting half of a wide character would also touch the row above.
+        grid[Line(0)][Column(0)] = Cell::default();
+        grid[Line(0)][Column(1)] = Cell::default();
+        let out = probe(self);
+        let grid = self.term.grid_mut();
+        grid[Line(0)] = saved_row;
+        grid.cursor = saved_cursor;
+        out
+    }
+
+    /// The last character printed (what REP, `CSI b`, repeats): the parser keeps it to
+    /// itself, so it is read by asking it to repeat it once.
+    fn probe_preceding(&mut self) -> Option<char> {
+        self.at_probe_spot(|g| {
+            g.parser.advance(&mut g.term, b"\x1b[b");
+            let grid = g.term.grid();
+            let cell = &grid[Line(0)][Column(0)];
+            if grid.cursor.point.column.0 > 0 || grid.cursor.input_needs_wrap {
+                Some(cell.c)
+            } else {
+                cell.zerowidth().and_then(|z| z.first().copied())
+            }
+        })
+    }
+
+    /// Make `c` the parser's last printed character (by printing it at the probe spot).
+    fn set_preceding(&mut self, c: Option<char>) {
+        let Some(c) = c else { return };
+        self.at_probe_spot(|g| {
+            let mut buf = [0u8; 4];
+            g.parser
+                .advance(&mut g.term, c.encode_utf8(&mut buf).as_bytes());
+        });
+    }
+
+    /// The tab stops, read by moving the cursor with tabs along the first row (then the row,
+    /// which a tab marks, and the cursor are put back).
+    fn probe_tabs(&mut self) -> Vec<usize> {
+        let cols = self.cols() as usize;
+        let grid = self.term.grid_mut();
+        let saved_row = grid[Line(0)].clone();
+        let saved_cursor = grid.cursor.clone();
+        grid.cursor.point = Point::new(Line(0), Column(0));
+        grid.cursor.input_needs_wrap = false;
+        let mut stops = Vec::new();
+        loop {
+            self.parser.advance(&mut self.term, b"\t");
+            let col = self.term.grid().cursor.point.column.0;
+            if col + 1 >= cols || stops.last() == Some(&col) {
+                break;
+            }
+            stops.push(col);
+        }
+        let grid = self.term.grid_mut();
+        grid[Line(0)] = saved_row;
+        grid.cursor = saved_cursor;
+        stops
+    }
+
+    /// Whether G1 is the active charset (SO), read by printing `q` with G1 set to line
+    /// drawing (this changes the parser's last printed character: see
+    /// [`Grid::set_preceding`]).
+    fn probe_charset(&mut self) -> bool {
+        self.at_probe_spot(|g| {
+            let grid = g.term.grid_mut();
+            grid.cursor.charsets[CharsetIndex::G1] =
+                StandardCharset::SpecialCharacterAndLineDrawing;
+            g.parser.advance(&mut g.term, b"q");
+            g.term.grid()[Line(0)][Column(0)].c != 'q'
+        })
+    }
+
+    /// A grid rebuilt from [`Grid::checkpoint`]'s bytes (`region`: the scroll region the
+    /// light pass carried, 1-based, if set).
+    pub fn restore(bytes: &[u8], region: Option<(u16, u16)>) -> Result<Grid, Bad> {
+        let r = &mut Reader(bytes);
+        let cols = r.upto(u16::MAX as u64)? as u16;
+        let rows = r.upto(u16::MAX as u64)? as u16;
+        let scrollback = r.upto(MAX_SCROLLBACK_LINES as u64)? as usize;
+        if cols < MIN_COLS
+            || rows == 0
+            || cols as u64 * (rows as u64 + scrollback as u64) > GRID_MAX_CELLS
+        {
+            return Err("a size out of bounds");
+        }
+        let fed = r.var()?;
+        let region_tag = r.upto(2)?;
+        let mode = TermMode::from_bits_truncate(r.upto(u32::MAX as u64)? as u32);
+        if mode.contains(TermMode::ALT_SCREEN) {
+            return Err("an alternate screen");
+        }
+        let g1 = r.bool()?;
+        let preceding = match r.upto(0x110000)? {
+            0 => None,
+            c => Some(char::from_u32(c as u32 - 1).ok_or("a bad character")?),
+        };
+        let decscusr = r.upto(6)?;
+        let ntabs = r.upto(cols as u64)? as usize;
+        let mut tabs = Vec::with_capacity(ntabs);
+        for _ in 0..ntabs {
+            tabs.push(r.upto(cols as u64 - 1)? as usize);
+        }
+        let mut g = Grid::new(cols, rows, scrollback);
+        g.fed = fed;
+        g.region = match region_tag {
+            1 => Region::Prompt,
+            2 => Region::Input,
+            _ => Region::Output,
+        };
+        // Modes, region, tabs and charset through the parser, as a program sets them.
+        let mut setup = Vec::new();
+        for (flag, set, reset) in MODES {
+            let on = mode.contains(*flag);
+            if on != TermMode::default().contains(*flag) {
+                setup.extend_from_slice(if on { set } else { reset });
+            }
+        }
+        // Mouse modes exclude each other: the one that is on goes last.
+        for (flag, set) in MOUSE {
+            if mode.contains(*flag) {
+                setup.extend_from_slice(set);
+            }
+        }
+        // Tab stops between the first and the last column. A tab never stops at either, so
+        // theirs cannot be read: the first never matters, the last only once the terminal is
+        // made wider. It is taken to be cleared if any default stop is (a program that sets
+        // its own stops clears them all first, `CSI 3 g`), else to be the default.
+        let last = cols as usize - 1;
+        let cleared = (8..last).step_by(8).any(|c| !tabs.contains(&c));
+        if cleared && last % 8 == 0 {
+            setup.extend_from_slice(format!("\x1b[1;{}H\x1b[g", last + 1).as_bytes());
+        }
+        for col in 1..last {
+            let default = col % 8 == 0;
+            let stop = tabs.contains(&col);
+            if stop != default {
+                let set: &str = if stop { "\x1bH" } else { "\x1b[g" };
+                setup.extend_from_slice(format!("\x1b[1;{}H{set}", col + 1).as_bytes());
+            }
+        }
+        if let Some((top, bottom)) = region {
+            // The light pass keeps the region clamped to the screen as alacritty does (a
+            // bottom past the screen becomes its last row, which may not be below the top):
+            // a bottom above the top, clamped the same way, sets the same region.
+            let bottom = bottom.max(top.saturating_add(1));
+            setup.extend_from_slice(format!("\x1b[{top};{bottom}r").as_bytes());
+        }
+        if g1 {
+            setup.push(0x0e);
+        }
+        if decscusr != 0 {
+            setup.extend_from_slice(format!("\x1b[{decscusr} q").as_bytes());
+        }
+        g.parser.advance(&mut g.term, &setup);
+        if *g.term.mode() & !TermMode::KITTY_KEYBOARD_PROTOCOL != mode {
+            return Err("modes that do not restore");
+        }
+        // Cells, oldest history row first: the first screenful is written in place, then
+        // each further row scrolls the screen up one line (into the history) and is written
+        // at the bottom.
+        let mut styles: Vec<Cell> = Vec::new();
+        let history = r.upto(scrollback as u64)? as usize;
+        let screen = rows as usize;
+        let cols_n = cols as usize;
+        let whole = Line(0)..Line(screen as i32);
+        for n in 0..history + screen {
+            let mut row = Row::new(cols_n);
+            for col in 0..cols_n {
+                let mut cell = read_style(r, &mut styles, &g.prompt_link, &g.input_link)?;
+                cell.c = char::from_u32(r.upto(0x10ffff)? as u32).ok_or("a bad character")?;
+                row[Column(col)] = cell;
+            }
+            let extras = r.upto(cols as u64)?;
+            for _ in 0..extras {
+                let col = r.upto(cols as u64 - 1)? as usize;
+                let count = r.upto(64)?;
+                for _ in 0..count {
+                    let c = char::from_u32(r.upto(0x10ffff)? as u32).ok_or("a bad character")?;
+                    row[Column(col)].push_zerowidth(c);
+                }
+            }
+            let grid = g.term.grid_mut();
+            let at = if n < screen {
+                n
+            } else {
+                grid.scroll_up::<Color>(&whole, 1);
+                screen - 1
+            };
+            grid[Line(at as i32)] = row;
+        }
+        if g.term.grid().history_size() != history {
+            return Err("history that does not restore");
+        }
+        for which in 0..2 {
+            let line = r.upto(screen as u64)? as i32 - 1;
+            let col = r.upto(cols as u64 - 1)? as usize;
+            let template = read_style(r, &mut styles, &g.prompt_link, &g.input_link)?;
+            let wrap = r.bool()?;
+            let grid = g.term.grid_mut();
+            let cursor = if which == 0 {
+                &mut grid.cursor
+            } else {
+                &mut grid.saved_cursor
+            };
+            cursor.point = Point::new(Line(line.max(0)), Column(col));
+            cursor.template = template;
+            cursor.input_needs_wrap = wrap;
+            for i in [
+                CharsetIndex::G0,
+                CharsetIndex::G1,
+                CharsetIndex::G2,
+                CharsetIndex::G3,
+            ] {
+                cursor.charsets[i] = match r.upto(1)? {
+                    0 => StandardCharset::Ascii,
+                    _ => StandardCharset::SpecialCharacterAndLineDrawing,
+                };
+            }
+        }
+        if !r.0.is_empty() {
+            return Err("bytes after the checkpoint");
+        }
+        g.set_preceding(preceding);
+        Ok(g)
+    }
+}
+
+/// Read a style index (and the style itself where it first appears) as a blank cell.
+fn read_style(
+    r: &mut Reader,
+    styles: &mut Vec<Cell>,
+    prompt: &alacritty_terminal::term::cell::Hyperlink,
+    input: &alacritty_terminal::term::cell::Hyperlink,
+) -> Result<Cell, Bad> {
+    let i = r.upto(styles.len() as u64)? as usize;
+    if i == styles.len() {
+        if styles.len() >= 1 << 20 {
+            return Err("too many styles");
+        }
+        let mut cell = Cell {
+            fg: get_color(r)?,
+            bg: get_color(r)?,
+            flags: Flags::from_bits_truncate(r.upto(u16::MAX as u64)? as u16),
+            ..Cell::default()
+        };
+        if r.bool()? {
+            cell.set_underline_color(Some(get_color(r)?));
+        }
+        match r.upto(2)? {
+            1 => cell.set_hyperlink(Some(prompt.clone())),
+            2 => cell.set_hyperlink(Some(input.clone())),
+            _ => {}
+        }
+        styles.push(cell);
+    }
+    Ok(styles[i].clone())
+}
+
+/// Modes set with DECSET/DECRST (or SM/RM, or DECKPAM/DECKPNM), and their two sequences.
+const MODES: &[(TermMode, &[u8], &[u8])] = &[
+    (TermMode::SHOW_CURSOR, b"\x1b[?25h", b"\x1b[?25l"),
+    (TermMode::APP_CURSOR, b"\x1b[?1h", b"\x1b[?1l"),
+    (TermMode::APP_KEYPAD, b"\x1b=", b"\x1b>"),
+    (TermMode::BRACKETED_PASTE, b"\x1b[?2004h", b"\x1b[?2004l"),
+    (TermMode::SGR_MOUSE, b"\x1b[?1006h", b"\x1b[?1006l"),
+    (TermMode::UTF8_MOUSE, b"\x1b[?1005h", b"\x1b[?1005l"),
+    (TermMode::LINE_WRAP, b"\x1b[?7h", b"\x1b[?7l"),
+    (TermMode::LINE_FEED_NEW_LINE, b"\x1b[20h", b"\x1b[20l"),
+    (TermMode::ORIGIN, b"\x1b[?6h", b"\x1b[?6l"),
+    (TermMode::INSERT, b"\x1b[4h", b"\x1b[4l"),
+    (TermMode::FOCUS_IN_OUT, b"\x1b[?1004h", b"\x1b[?1004l"),
+    (TermMode::ALTERNATE_SCROLL, b"\x1b[?1007h", b"\x1b[?1007l"),
+    (TermMode::URGENCY_HINTS, b"\x1b[?1042h", b"\x1b[?1042l"),
+];
+
+const MOUSE: &[(TermMode, &[u8])] = &[
+    (TermMode::MOUSE_REPORT_CLICK, b"\x1b[?1000h"),
+    (TermMode::MOUSE_DRAG, b"\x1b[?1002h"),
+    (TermMode::MOUSE_MOTION, b"\x1b[?1003h"),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(g: &Grid) -> String {
+        let mut s = format!(
+            "{}x{} h{} c{:?}\n",
+            g.cols(),
+            g.rows(),
+            g.history(),
+            g.cursor()
+        );
+        for l in -(g.history() as i32)..g.rows() as i32 {
+            s.push_str(&format!("{:?} {}\n", g.row(l).text, g.row(l).wrapped));
+        }
+        s
+    }
+
+    #[test]
+    fn probes_change_nothing() {
+        let steps: Vec<&[u8]> = vec![
+            b"\x1b[?6h",
+            b"\x1b[3;7H",
+            "日本語".as_bytes(),
+            b"\x1b[2;5r\x1b[3;7H",
+            b"\x1b[2J",
+            b"\x1b[r",
+        ];
+        for which in 0..4 {
+            let mut a = Grid::new(40, 5, 100);
+            let mut b = Grid::new(40, 5, 100);
+            let mut run = |f: &mut dyn FnMut(&mut Grid)| {
+                for s in &steps {
+                    a.feed(s);
+                    b.feed(s);
+                    f(&mut b);
+                }
+                for g in [&mut a, &mut b] {
+                    g.resize(2, 3);
+                    g.feed("日本語".as_bytes());
+                    g.resize(7, 2);
+                    g.feed(b"\x1b[?7l\x1b[K\x1b(0lqk\x1b(B");
+                    g.resize(2, 1);
+                }
+            };
+            match which {
+                0 => run(&mut |g| {
+                    let _ = g.probe_tabs();
+                }),
+                3 => run(&mut |g| {
+                    let c = g.probe_preceding();
+                    g.set_preceding(c);
+                }),
+                1 => run(&mut |g| {
+                    let _ = g.probe_charset();
+                }),
+                _ => run(&mut |_| {}),
+            }
+            assert_eq!(state(&a), state(&b), "probe {which}");
+        }
+    }
+}

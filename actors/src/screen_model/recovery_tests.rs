@@ -1,0 +1,194 @@
+//! A screen rebuilt by a new daemon from the memory a dead one left equals the screen the
+//! dead one had: the differential check of `store.rs` + [`ScreenModel::recover`].
+
+use super::store::Store;
+use super::tests::{fingerprint, model, step, Step};
+use super::*;
+use proptest::prelude::*;
+
+/// The first line where two fingerprints differ (they are long).
+fn same(a: &str, b: &str, what: &str) -> Result<(), TestCaseError> {
+    for (i, (x, y)) in a.lines().zip(b.lines()).enumerate() {
+        if x != y {
+            let at = x.chars().zip(y.chars()).take_while(|(a, b)| a == b).count();
+            let cut = |s: &str| {
+                s.chars()
+                    .skip(at.saturating_sub(60))
+                    .take(200)
+                    .collect::<String>()
+            };
+            return Err(TestCaseError::fail(format!(
+                "{what}: line {i} differs:\n rebuilt {}\n    live {}",
+                cut(x),
+                cut(y)
+            )));
+        }
+    }
+    prop_assert_eq!(a.lines().count(), b.lines().count(), "{}", what);
+    Ok(())
+}
+
+/// `steps` through a model that logs into a store, then a second model (another size and
+/// scrollback, as a new daemon's record might say) rebuilt from that store: both read the
+/// same, and go on reading the same after more output.
+fn recovered_equals_original(steps: &[Step], checkpoint_at: usize) -> Result<bool, TestCaseError> {
+    let (m, _, _, g) = model();
+    m.keep_screen(g, Store::create(40, 5, 100).unwrap());
+    m.checkpoint_at(checkpoint_at);
+    // And a grid fed every byte from the start: checkpoints (and the probes they make)
+    // change nothing the live screen shows.
+    let mut reference = Grid::new(40, 5, 100);
+    for s in steps {
+        match s {
+            Step::Resize(c, r) => {
+                reference.finish_feed();
+                reference.resize(*c, *r);
+            }
+            Step::Out(bytes) => reference.feed(bytes),
+            Step::Read => {}
+        }
+        match s {
+            Step::Out(bytes) => {
+                m.drain(g, bytes);
+                if checkpoint_at < usize::MAX {
+                    // Parsed at once: checkpoints land at the same points on every run.
+                    drop(m.grid());
+                }
+            }
+            Step::Resize(c, r) => m.resize(*c, *r),
+            Step::Read => drop(m.grid()),
+        }
+    }
+    // Checkpoints are written by whoever parses: let every due one be written.
+    drop(m.grid());
+    let checkpointed = m.checkpointed();
+    reference.finish_feed();
+    same(
+        &fingerprint(&m.grid()),
+        &fingerprint(&reference),
+        "live vs fed from the start",
+    )?;
+    let fd = m.screen_fd().unwrap();
+    let n = ScreenModel::new(Box::new(|_| {}));
+    let g2 = n.reset(80, 24, 10_000);
+    prop_assert_eq!(n.recover(g2, fd), Ok(100));
+    same(
+        &fingerprint(&n.grid()),
+        &fingerprint(&m.grid()),
+        "recovered",
+    )?;
+    prop_assert_eq!(n.flags(), m.flags());
+    // Both go on alike, and the recovered one keeps logging for the next daemon.
+    let more = b"\x1b[?1049lafter\r\n\x1b[31mred";
+    m.drain(g, more);
+    n.drain(g2, more);
+    same(
+        &fingerprint(&n.grid()),
+        &fingerprint(&m.grid()),
+        "after more output",
+    )?;
+    let third = ScreenModel::new(Box::new(|_| {}));
+    let g3 = third.reset(80, 24, 10_000);
+    prop_assert_eq!(third.recover(g3, n.screen_fd().unwrap()), Ok(100));
+    same(
+        &fingerprint(&third.grid()),
+        &fingerprint(&m.grid()),
+        "a third daemon",
+    )?;
+    Ok(checkpointed)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(48),
+        rng_seed: proptest::test_runner::RngSeed::Fixed(20),
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn a_recovered_screen_equals_the_one_that_died(steps in prop::collection::vec(step(), 1..40)) {
+        recovered_equals_original(&steps, usize::MAX)?;
+    }
+
+    /// The same with a checkpoint taken after every ~100 bytes of log: the screen is
+    /// rebuilt from the last checkpoint and the log after it.
+    #[test]
+    fn a_screen_rebuilt_from_a_checkpoint_equals_the_one_that_died(
+        steps in prop::collection::vec(step(), 1..60)
+    ) {
+        recovered_equals_original(&steps, 100)?;
+    }
+}
+
+/// Output without the alternate screen (which stops checkpoints for good).
+fn main_screen_step() -> impl Strategy<Value = Step> {
+    step().prop_map(|s| match s {
+        Step::Out(bytes) => Step::Out(
+            String::from_utf8_lossy(&bytes)
+                .replace("\x1b[?1049h", "")
+                .into_bytes(),
+        ),
+        other => other,
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(48),
+        rng_seed: proptest::test_runner::RngSeed::Fixed(2020),
+        ..ProptestConfig::default()
+    })]
+
+    /// Main-screen output only: checkpoints are taken all along.
+    #[test]
+    fn checkpoints_of_the_main_screen_rebuild_it_exactly(
+        steps in prop::collection::vec(main_screen_step(), 1..80)
+    ) {
+        recovered_equals_original(&steps, 64)?;
+    }
+}
+
+/// The long variant (`scripts/long-tests.sh`).
+#[test]
+#[ignore = "long: run by scripts/long-tests.sh"]
+fn checkpoints_rebuild_the_screen_exactly_long() {
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+        cases: 3000,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(2021),
+        ..ProptestConfig::default()
+    });
+    runner
+        .run(
+            &prop::collection::vec(main_screen_step(), 1..150),
+            |steps| recovered_equals_original(&steps, 64).map(|_| ()),
+        )
+        .unwrap();
+    runner
+        .run(&prop::collection::vec(step(), 1..150), |steps| {
+            recovered_equals_original(&steps, 64).map(|_| ())
+        })
+        .unwrap();
+}
+
+/// Checkpoints are really taken (and so tested) by the property above.
+#[test]
+fn checkpoints_are_taken() {
+    let steps: Vec<Step> = (0..50)
+        .map(|i| Step::Out(format!("\x1b[3{}mline {i}\t\x1b[0m日本\r\n", i % 8).into_bytes()))
+        .collect();
+    assert!(recovered_equals_original(&steps, 100).unwrap());
+}
+
+/// A store that cannot be trusted leaves the screen empty, the model usable.
+#[test]
+fn a_refused_store_changes_nothing() {
+    let n = ScreenModel::new(Box::new(|_| {}));
+    let g = n.reset(80, 24, 100);
+    let raw = unsafe { libc::memfd_create(c"junk".as_ptr(), libc::MFD_CLOEXEC) };
+    assert!(raw >= 0);
+    let junk = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(raw) };
+    assert!(n.recover(g, junk).is_err());
+    n.drain(g, b"fresh");
+    assert_eq!(n.grid().row(0).text, "fresh");
+    assert!(n.screen_fd().is_none());
+}

@@ -1,0 +1,206 @@
+//! A session's screen kept outside the daemon (issue 20, `docs/recovery.md` "Screens"): the
+//! model's side of the screen memory in `store.rs` — logging into it, taking checkpoints
+//! of the light pass and the grid at ground points of the stream, and rebuilding a screen
+//! from what a dead daemon left.
+
+use super::store::{self, Record, Store};
+use super::{lock, Drain, ScreenModel};
+use crate::grid::{Grid, RawRing};
+use crate::screen::LightScreen;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+impl ScreenModel {
+    /// Surface `generation`'s output is logged into `store` from now on (the keeper holds
+    /// it too: see [`Self::screen_fd`]).
+    pub fn keep_screen(&self, generation: u64, store: Store) {
+        let mut d = lock(&self.drain);
+        if d.generation == generation {
+            d.store = Some(store);
+        }
+    }
+
+    /// A descriptor of the screen memory, for the keeper.
+    pub fn screen_fd(&self) -> Option<std::os::fd::OwnedFd> {
+        let d = lock(&self.drain);
+        d.store.as_ref()?.fd().try_clone_to_owned().ok()
+    }
+
+    /// The pump's read buffer in the screen memory, if surface `generation` has one.
+    pub fn staging(&self, generation: u64) -> Option<store::Staging> {
+        let d = lock(&self.drain);
+        (d.generation == generation)
+            .then(|| d.store.as_ref().map(Store::staging))
+            .flatten()
+    }
+
+    /// Take a checkpoint once the log passes `bytes` (tests).
+    #[cfg(test)]
+    pub fn checkpoint_at(&self, bytes: usize) {
+        self.checkpoint_at.store(bytes, Ordering::Relaxed);
+    }
+
+    /// Whether the screen memory holds a checkpoint (tests).
+    #[cfg(test)]
+    pub fn checkpointed(&self) -> bool {
+        lock(&self.drain)
+            .store
+            .as_ref()
+            .is_some_and(Store::has_checkpoint)
+    }
+
+    /// Whether the output outran the screen memory (a next daemon could not rebuild it).
+    pub fn screen_lost(&self) -> bool {
+        lock(&self.drain).store.as_ref().is_some_and(Store::lost)
+    }
+
+    /// Rebuild surface `generation`'s screen from the memory a dead daemon left (`fd`, as
+    /// the keeper handed it over), before the pump reads anything new: the terminal's size
+    /// and scrollback, then every logged chunk and resize in order, exactly once — its
+    /// queries were answered by that daemon. The store is kept and logged into from here.
+    /// Refused whole (the screen stays empty) if anything in it is out of bounds; the
+    /// scrollback in rows on success.
+    pub fn recover(
+        self: &Arc<Self>,
+        generation: u64,
+        fd: std::os::fd::OwnedFd,
+    ) -> Result<usize, &'static str> {
+        let (store, saved) = Store::open(fd)?;
+        let restored = if saved.checkpoint.is_empty() {
+            None
+        } else {
+            Some(restore_checkpoint(&saved.checkpoint, saved.scrollback)?)
+        };
+        {
+            let mut grid = lock(&self.grid);
+            let mut d = lock(&self.drain);
+            if d.generation != generation || d.ring.total() != 0 {
+                return Err("the surface already started");
+            }
+            d.base = (saved.cols, saved.rows);
+            d.size = (saved.cols, saved.rows);
+            d.scrollback = saved.scrollback;
+            match restored {
+                None => {
+                    d.light = LightScreen::new(saved.rows);
+                    *grid = None;
+                }
+                Some((light, g)) => {
+                    d.size = (g.cols(), g.rows());
+                    d.ring = RawRing::starting_at(g.fed());
+                    d.light = light;
+                    *grid = Some(Box::new(g));
+                }
+            }
+        }
+        for record in &saved.log {
+            match record {
+                Record::Output(bytes) => {
+                    self.take_in(generation, bytes, true);
+                }
+                Record::Resize(cols, rows) => self.resize_as(*cols, *rows, true),
+            }
+        }
+        self.keep_screen(generation, store);
+        Ok(saved.scrollback)
+    }
+
+    /// Whether a chunk just drained makes a checkpoint due: the log passed
+    /// [`CHECKPOINT_AT`], none is pending, and the chunk ended in the ground state (no escape
+    /// sequence or UTF-8 character half read). Records the point and the light pass there.
+    pub(super) fn want_checkpoint(&self, d: &mut Drain, bytes: &[u8]) -> bool {
+        // Once the alternate screen was entered no checkpoint is exact any more: alacritty
+        // keeps the inactive alternate screen's cells private, and does not clear all of
+        // them when it is entered again.
+        let due = d.pending.is_none()
+            && !d.light.alt_used()
+            && d.store.as_ref().is_some_and(|s| {
+                !s.lost() && s.log_len() > self.checkpoint_at.load(Ordering::Relaxed)
+            })
+            && utf8_complete(bytes);
+        if !due {
+            return false;
+        }
+        match d.light.checkpoint() {
+            Some(light) => {
+                d.pending = Some((d.ring.total(), light));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The grid has parsed exactly up to the pending checkpoint's offset: write the
+    /// checkpoint (the light pass there, then the grid) and start the log again after it,
+    /// from the backlog and the resizes not applied yet. While the alternate screen is
+    /// active no checkpoint is taken (the next chunk that passes the bound tries again).
+    pub(super) fn write_checkpoint(&self, grid: &mut Grid) {
+        let encoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| grid.checkpoint()))
+            .ok()
+            .flatten();
+        let mut d = lock(&self.drain);
+        let Some((at, light)) = d.pending.take() else {
+            return;
+        };
+        let Some(g) = encoded.filter(|_| at == grid.fed()) else {
+            return;
+        };
+        let mut blob = crate::grid::Writer::default();
+        blob.bytes(&light);
+        blob.0.extend_from_slice(&g);
+        let mut tail = Vec::new();
+        let mut from = at;
+        let (a, b) = d.ring.since(at);
+        let backlog: Vec<u8> = [a, b].concat();
+        for &(r_at, cols, rows) in &d.resizes {
+            if r_at > from {
+                let n = (r_at - from) as usize;
+                let start = (from - at) as usize;
+                tail.push(Record::Output(backlog[start..start + n].to_vec()));
+                from = r_at;
+            }
+            tail.push(Record::Resize(cols, rows));
+        }
+        let done = (from - at) as usize;
+        if done < backlog.len() {
+            tail.push(Record::Output(backlog[done..].to_vec()));
+        }
+        let (cols, rows, scrollback) = (grid.cols(), grid.rows(), d.scrollback);
+        if let Some(store) = d.store.as_mut() {
+            store.checkpoint(cols, rows, scrollback, &blob.0, &tail);
+        }
+    }
+}
+
+/// Whether `bytes` ends on a whole UTF-8 character (the parser holds no half of one).
+fn utf8_complete(bytes: &[u8]) -> bool {
+    for (back, &b) in bytes.iter().rev().take(4).enumerate() {
+        let need = match b {
+            0x00..=0x7f => return true,
+            0x80..=0xbf => continue,
+            0xc0..=0xdf => 2,
+            0xe0..=0xef => 3,
+            _ => 4,
+        };
+        return back + 1 >= need;
+    }
+    bytes.is_empty()
+}
+
+/// The light pass and the grid from a checkpoint's bytes (hostile input: refused whole if
+/// anything is off, or if the emulator panics on it).
+fn restore_checkpoint(
+    bytes: &[u8],
+    scrollback: usize,
+) -> Result<(LightScreen, Grid), &'static str> {
+    let mut r = crate::grid::Reader(bytes);
+    let light_bytes = r.bytes(64 * 1024)?;
+    let light = LightScreen::restore(&mut crate::grid::Reader(light_bytes))?;
+    let grid_bytes = r.0;
+    let grid = std::panic::catch_unwind(|| Grid::restore(grid_bytes, light.region()))
+        .map_err(|_| "the emulator panicked on it")??;
+    if grid.fed() != light.pos() || grid.scrollback() != scrollback {
+        return Err("parts that do not agree");
+    }
+    Ok((light, grid))
+}

@@ -1,0 +1,708 @@
+//! A session's screen memory: a `memfd` the daemon maps and writes, and the keeper only
+//! holds (see `docs/recovery.md`, "Screens"). It outlives a daemon that dies, so the next
+//! daemon rebuilds the screen from it exactly: every byte the pump read is logged here
+//! before it counts as read, with each resize at its place in the stream.
+//!
+//! Layout (little-endian; the file is sparse: only pages written cost memory):
+//!
+//! ```text
+//! 0          header page: magic, version, flags (bit 0 LOST), active slot, staging word,
+//!            then per slot: checkpoint length, commit word, cols, rows, scrollback
+//! 4096       staging: the pump's read buffer (STAGE_BYTES)
+//! 4096+64Ki  slot 0: [checkpoint][log records…]        (SLOT_BYTES)
+//! …+S        slot 1: the same                            (SLOT_BYTES)
+//! ```
+//!
+//! A slot is a checkpoint of the screen at some stream offset (empty: a fresh terminal of the
+//! slot's size) followed by a log of what came after it. A log record is a `u32` header, then:
+//! output (`len`, bit 31 clear) followed by `len` bytes, or a resize (bit 31 set) followed by
+//! `cols: u16, rows: u16`. A slot's *commit word* packs the committed log length (low 32 bits)
+//! and the number of output records ever committed (high 32 bits); it is published with one
+//! release store after the record is written, so a daemon killed at any instant leaves a log
+//! that ends at a record boundary.
+//!
+//! **Staging.** The pump `read`s the PTY straight into the staging area and publishes how
+//! much it holds after every `read` (the staging word: that length, and the output-record
+//! count it precedes). A chunk read but not yet logged (the pump logs a whole chunk, up to 64
+//! KiB, at once) is therefore not lost with the daemon: the next one finds it staged — valid
+//! only while no output record was committed since, so a chunk is never taken twice — and
+//! replays it after the log. What remains is the kernel's own window: a kill that lands
+//! while a `read` is copying loses what that `read` returns (≤ 4 KiB). On recovery everything is treated as hostile: the file must be a sealed
+//! memfd of exactly [`FILE_BYTES`], and every length, size and record is checked before use;
+//! anything out of bounds refuses the whole store (the screen then starts empty).
+
+use maxx_protocol::limits::{GRID_MAX_CELLS, MAX_SCROLLBACK_LINES, MIN_COLS};
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+const MAGIC: [u8; 8] = *b"MAXXSCR\x01";
+const VERSION: u32 = 1;
+const PAGE: usize = 4096;
+/// The staging area: one pump read buffer.
+pub const STAGE_BYTES: usize = 64 * 1024;
+/// Where the slots start.
+const SLOTS_AT: usize = PAGE + STAGE_BYTES;
+/// One slot's room: its checkpoint and its log (virtual: only written pages are memory).
+pub const SLOT_BYTES: usize = 64 * 1024 * 1024;
+/// The whole file.
+pub const FILE_BYTES: usize = SLOTS_AT + 2 * SLOT_BYTES;
+/// The longest log a slot holds. Past it the screen can no longer be rebuilt (the store says
+/// [`Store::lost`] and frees its pages) unless a checkpoint starts a new log first.
+pub const LOG_MAX: usize = 8 * 1024 * 1024;
+/// Record header flag: a resize.
+const RESIZE: u32 = 1 << 31;
+
+// Header offsets.
+const OFF_VERSION: usize = 8;
+const OFF_FLAGS: usize = 12;
+const OFF_ACTIVE: usize = 16;
+/// Staging word: bytes staged (low 32 bits), and the output-record count they follow.
+const OFF_STAGED: usize = 24;
+const OFF_SLOTS: usize = 32;
+const SLOT_DESC: usize = 32;
+// Within a slot descriptor.
+const D_CKPT_LEN: usize = 0;
+/// The commit word: log length (low 32 bits), output records committed (high 32 bits).
+const D_COMMIT: usize = 8;
+const D_COLS: usize = 16;
+const D_ROWS: usize = 18;
+const D_SCROLLBACK: usize = 20;
+
+const FLAG_LOST: u32 = 1;
+
+/// One record of a recovered log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Record {
+    /// Output the program wrote.
+    Output(Vec<u8>),
+    /// The terminal was resized here.
+    Resize(u16, u16),
+}
+
+/// What a store held when a new daemon opened it.
+#[derive(Debug)]
+pub struct Saved {
+    /// The terminal's size where the checkpoint was taken (or at the start).
+    pub cols: u16,
+    pub rows: u16,
+    /// The session's scrollback, in rows.
+    pub scrollback: usize,
+    /// The checkpoint (empty: a fresh terminal).
+    pub checkpoint: Vec<u8>,
+    /// Everything after it, in order.
+    pub log: Vec<Record>,
+}
+
+/// The shared mapping of a store's file.
+struct Mapping {
+    base: *mut u8,
+}
+
+// SAFETY: the mapping lives until the last owner drops it; the regions are written by one
+// owner each (the staging area by the pump, the rest under the model's drain lock).
+unsafe impl Send for Mapping {}
+unsafe impl Sync for Mapping {}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: `base` is the FILE_BYTES mapping made in `Store::map`.
+        unsafe { libc::munmap(self.base.cast(), FILE_BYTES) };
+    }
+}
+
+impl Mapping {
+    fn atomic_u64(&self, at: usize) -> &AtomicU64 {
+        assert!(at.is_multiple_of(8) && at + 8 <= PAGE);
+        // SAFETY: aligned (the mapping is page-aligned), inside the header page.
+        unsafe { &*(self.base.add(at) as *const AtomicU64) }
+    }
+}
+
+/// The pump's side of a store: its read buffer lives in the store, so a chunk it read and
+/// has not logged yet survives the daemon (see the module's "Staging").
+pub struct Staging {
+    map: std::sync::Arc<Mapping>,
+}
+
+impl Staging {
+    /// A new chunk starts: nothing staged.
+    pub fn begin(&self) {
+        self.map.atomic_u64(OFF_STAGED).store(0, Ordering::Release);
+    }
+
+    /// The read buffer.
+    ///
+    /// # Safety
+    /// Only the one pump that owns this `Staging` may hold it, and not across a
+    /// [`Staging::begin`] of another chunk.
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn buf(&self) -> &mut [u8] {
+        // SAFETY: the staging region, written by this pump only (the caller's contract).
+        unsafe { std::slice::from_raw_parts_mut(self.map.base.add(PAGE), STAGE_BYTES) }
+    }
+
+    /// The first `len` bytes of the buffer are read output, to be logged after the output
+    /// records committed so far.
+    pub fn staged(&self, len: usize) {
+        let map = &self.map;
+        let active = unsafe { &*(map.base.add(OFF_ACTIVE) as *const AtomicU32) }
+            .load(Ordering::Acquire) as usize
+            & 1;
+        let commit = map
+            .atomic_u64(OFF_SLOTS + active * SLOT_DESC + D_COMMIT)
+            .load(Ordering::Acquire);
+        let word = (commit & !0xffff_ffff) | len.min(STAGE_BYTES) as u64;
+        map.atomic_u64(OFF_STAGED).store(word, Ordering::Release);
+    }
+}
+
+/// A mapped store, written by this daemon.
+pub struct Store {
+    fd: OwnedFd,
+    map: std::sync::Arc<Mapping>,
+    base: *mut u8,
+    /// Output records committed, ever (wraps).
+    seq: u32,
+    /// The active slot and its committed log length (our own copy of the header's).
+    active: usize,
+    log_len: usize,
+    ckpt_len: usize,
+    lost: bool,
+}
+
+// SAFETY: the slots and header are only written through `&mut self` (the staging area is
+// the pump's, see `Staging`); the keeper never touches the bytes.
+unsafe impl Send for Store {}
+unsafe impl Sync for Store {}
+
+fn valid_size(cols: u16, rows: u16, scrollback: usize) -> bool {
+    cols >= MIN_COLS
+        && rows >= 1
+        && scrollback <= MAX_SCROLLBACK_LINES
+        && (cols as u64) * (rows as u64 + scrollback as u64) <= GRID_MAX_CELLS
+}
+
+impl Store {
+    /// A fresh store for a terminal of `cols` x `rows` with `scrollback` rows of history.
+    pub fn create(cols: u16, rows: u16, scrollback: usize) -> io::Result<Store> {
+        let name = c"maxx-screen";
+        // SAFETY: a valid C string; the result is checked.
+        let raw = unsafe {
+            libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING)
+        };
+        if raw < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: the kernel just gave us this descriptor.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        // SAFETY: plain syscalls on our own descriptor.
+        unsafe {
+            if libc::ftruncate(fd.as_raw_fd(), FILE_BYTES as libc::off_t) < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // Its size can never change: a mapping of it can never fault past the end.
+            let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
+            if libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, seals) < 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        let mut store = Store::map(fd)?;
+        store.bytes_mut(0, 8).copy_from_slice(&MAGIC);
+        store.put_u32(OFF_VERSION, VERSION);
+        store.set_slot(0, cols, rows, scrollback);
+        Ok(store)
+    }
+
+    fn map(fd: OwnedFd) -> io::Result<Store> {
+        // SAFETY: a shared mapping of a file whose size is FILE_BYTES and sealed so.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                FILE_BYTES,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Store {
+            fd,
+            map: std::sync::Arc::new(Mapping { base: base.cast() }),
+            base: base.cast(),
+            seq: 0,
+            active: 0,
+            log_len: 0,
+            ckpt_len: 0,
+            lost: false,
+        })
+    }
+
+    /// Open a store handed over by the keeper, validating everything; what it holds.
+    pub fn open(fd: OwnedFd) -> Result<(Store, Saved), &'static str> {
+        // SAFETY: fstat and fcntl on a descriptor we own, into a zeroed struct.
+        let (size, seals) = unsafe {
+            let mut st: libc::stat = std::mem::zeroed();
+            if libc::fstat(fd.as_raw_fd(), &mut st) < 0 {
+                return Err("not a file");
+            }
+            if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+                return Err("not a regular file");
+            }
+            (st.st_size, libc::fcntl(fd.as_raw_fd(), libc::F_GET_SEALS))
+        };
+        if size != FILE_BYTES as libc::off_t {
+            return Err("the wrong size");
+        }
+        let need = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW;
+        if seals < 0 || seals & need != need {
+            return Err("not sealed against resizing");
+        }
+        let mut store = Store::map(fd).map_err(|_| "cannot be mapped")?;
+        if store.bytes(0, 8) != MAGIC || store.get_u32(OFF_VERSION) != VERSION {
+            return Err("not a screen store of this version");
+        }
+        if store.flags().load(Ordering::Acquire) & FLAG_LOST != 0 {
+            return Err("marked lost: the output outran it");
+        }
+        let active = store.atomic_u32(OFF_ACTIVE).load(Ordering::Acquire) as usize;
+        if active > 1 {
+            return Err("a bad active slot");
+        }
+        let d = OFF_SLOTS + active * SLOT_DESC;
+        let ckpt_len = store.get_u64(d + D_CKPT_LEN);
+        let commit = store.atomic_u64(d + D_COMMIT).load(Ordering::Acquire);
+        let log_len = commit & 0xffff_ffff;
+        let staged = store.atomic_u64(OFF_STAGED).load(Ordering::Acquire);
+        let (cols, rows) = (store.get_u16(d + D_COLS), store.get_u16(d + D_ROWS));
+        let scrollback = store.get_u32(d + D_SCROLLBACK) as usize;
+        if ckpt_len > SLOT_BYTES as u64
+            || log_len > LOG_MAX as u64
+            || ckpt_len + log_len > SLOT_BYTES as u64
+        {
+            return Err("lengths out of bounds");
+        }
+        if !valid_size(cols, rows, scrollback) {
+            return Err("a size out of bounds");
+        }
+        let (ckpt_len, log_len) = (ckpt_len as usize, log_len as usize);
+        let slot = SLOTS_AT + active * SLOT_BYTES;
+        let checkpoint = store.bytes(slot, ckpt_len).to_vec();
+        let mut log = parse_log(store.bytes(slot + ckpt_len, log_len), scrollback)?;
+        store.active = active;
+        store.ckpt_len = ckpt_len;
+        store.log_len = log_len;
+        store.seq = (commit >> 32) as u32;
+        // A chunk the dead daemon read and had not logged: it comes after the log, once.
+        let staged_len = (staged & 0xffff_ffff) as usize;
+        if staged >> 32 == commit >> 32 && staged_len > 0 && staged_len <= STAGE_BYTES {
+            let chunk = store.bytes(PAGE, staged_len).to_vec();
+            // Logged now, which also makes the staged copy stale.
+            store.output(&chunk);
+            log.push(Record::Output(chunk));
+        }
+        let saved = Saved {
+            cols,
+            rows,
+            scrollback,
+            checkpoint,
+            log,
+        };
+        Ok((store, saved))
+    }
+
+    /// The pump's read buffer in this store.
+    pub fn staging(&self) -> Staging {
+        Staging {
+            map: self.map.clone(),
+        }
+    }
+
+    /// The descriptor the keeper holds a duplicate of.
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+
+    /// Whether the output outran the store: the screen can no longer be rebuilt from it.
+    pub fn lost(&self) -> bool {
+        self.lost
+    }
+
+    /// Whether the active slot starts with a checkpoint.
+    pub fn has_checkpoint(&self) -> bool {
+        self.ckpt_len > 0
+    }
+
+    /// The committed log's length in bytes (what a checkpoint would shorten).
+    pub fn log_len(&self) -> usize {
+        self.log_len
+    }
+
+    /// A checkpoint of the screen at some stream offset, and the log of what came after it
+    /// (`tail`): written into the other slot, which then becomes the active one with a single
+    /// release store (a daemon killed at any instant leaves one whole slot); the old slot's
+    /// pages are given back. False (nothing changed) if they do not fit.
+    pub fn checkpoint(
+        &mut self,
+        cols: u16,
+        rows: u16,
+        scrollback: usize,
+        blob: &[u8],
+        tail: &[Record],
+    ) -> bool {
+        let tail_len: usize = tail
+            .iter()
+            .map(|r| match r {
+                Record::Output(b) => 4 + b.len(),
+                Record::Resize(..) => 8,
+            })
+            .sum();
+        if self.lost
+            || blob.len() + tail_len > SLOT_BYTES
+            || tail_len > LOG_MAX
+            || !valid_size(cols, rows, scrollback)
+        {
+            return false;
+        }
+        let other = 1 - self.active;
+        let slot = SLOTS_AT + other * SLOT_BYTES;
+        self.bytes_mut(slot, blob.len()).copy_from_slice(blob);
+        let mut at = slot + blob.len();
+        for r in tail {
+            let (head, body): (u32, Vec<u8>) = match r {
+                Record::Output(b) => (b.len() as u32, b.clone()),
+                Record::Resize(c, r) => (RESIZE, [c.to_le_bytes(), r.to_le_bytes()].concat()),
+            };
+            self.bytes_mut(at, 4).copy_from_slice(&head.to_le_bytes());
+            self.bytes_mut(at + 4, body.len()).copy_from_slice(&body);
+            at += 4 + body.len();
+        }
+        let d = OFF_SLOTS + other * SLOT_DESC;
+        let ckpt = (blob.len() as u64).to_le_bytes();
+        self.bytes_mut(d + D_CKPT_LEN, 8).copy_from_slice(&ckpt);
+        self.set_slot(other, cols, rows, scrollback);
+        let commit = (self.seq as u64) << 32 | tail_len as u64;
+        self.atomic_u64(d + D_COMMIT)
+            .store(commit, Ordering::Release);
+        self.atomic_u32(OFF_ACTIVE)
+            .store(other as u32, Ordering::Release);
+        self.punch(SLOTS_AT + self.active * SLOT_BYTES, SLOT_BYTES);
+        self.active = other;
+        self.ckpt_len = blob.len();
+        self.log_len = tail_len;
+        true
+    }
+
+    /// Log output the pump read.
+    pub fn output(&mut self, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        self.append(bytes.len() as u32, bytes, 1);
+    }
+
+    /// Log a resize at this point of the output.
+    pub fn resize(&mut self, cols: u16, rows: u16) {
+        let mut body = [0u8; 4];
+        body[..2].copy_from_slice(&cols.to_le_bytes());
+        body[2..].copy_from_slice(&rows.to_le_bytes());
+        self.append(RESIZE, &body, 0);
+    }
+
+    fn append(&mut self, header: u32, body: &[u8], records: u32) {
+        if self.lost {
+            return;
+        }
+        let len = 4 + body.len();
+        if self.log_len + len > LOG_MAX || body.len() >= RESIZE as usize {
+            self.lose();
+            return;
+        }
+        let at = SLOTS_AT + self.active * SLOT_BYTES + self.ckpt_len + self.log_len;
+        self.bytes_mut(at, 4).copy_from_slice(&header.to_le_bytes());
+        self.bytes_mut(at + 4, body.len()).copy_from_slice(body);
+        self.log_len += len;
+        self.seq = self.seq.wrapping_add(records);
+        let d = OFF_SLOTS + self.active * SLOT_DESC;
+        let commit = (self.seq as u64) << 32 | self.log_len as u64;
+        // One store commits the record and makes a staged copy of it stale.
+        self.atomic_u64(d + D_COMMIT)
+            .store(commit, Ordering::Release);
+    }
+
+    /// The output outran the log: say so (a next daemon starts the screen empty) and give
+    /// the memory back.
+    fn lose(&mut self) {
+        self.lost = true;
+        self.flags().fetch_or(FLAG_LOST, Ordering::Release);
+        self.punch(SLOTS_AT, 2 * SLOT_BYTES);
+    }
+
+    /// Free the pages of a byte range (they read as zeros again).
+    fn punch(&self, at: usize, len: usize) {
+        // SAFETY: a range inside our own mapping; MADV_REMOVE frees shmem pages.
+        unsafe {
+            libc::madvise(self.base.add(at).cast(), len, libc::MADV_REMOVE);
+        }
+    }
+
+    fn set_slot(&mut self, slot: usize, cols: u16, rows: u16, scrollback: usize) {
+        let d = OFF_SLOTS + slot * SLOT_DESC;
+        self.bytes_mut(d + D_COLS, 2)
+            .copy_from_slice(&cols.to_le_bytes());
+        self.bytes_mut(d + D_ROWS, 2)
+            .copy_from_slice(&rows.to_le_bytes());
+        self.put_u32(d + D_SCROLLBACK, scrollback.min(u32::MAX as usize) as u32);
+    }
+
+    fn bytes(&self, at: usize, len: usize) -> &[u8] {
+        assert!(at + len <= FILE_BYTES);
+        // SAFETY: inside the mapping (checked), which lives as long as `self`.
+        unsafe { std::slice::from_raw_parts(self.base.add(at), len) }
+    }
+
+    fn bytes_mut(&mut self, at: usize, len: usize) -> &mut [u8] {
+        assert!(at + len <= FILE_BYTES);
+        // SAFETY: as above, and `&mut self` makes it the only writer in this process.
+        unsafe { std::slice::from_raw_parts_mut(self.base.add(at), len) }
+    }
+
+    fn get_u16(&self, at: usize) -> u16 {
+        u16::from_le_bytes(self.bytes(at, 2).try_into().unwrap_or_default())
+    }
+
+    fn get_u32(&self, at: usize) -> u32 {
+        u32::from_le_bytes(self.bytes(at, 4).try_into().unwrap_or_default())
+    }
+
+    fn get_u64(&self, at: usize) -> u64 {
+        u64::from_le_bytes(self.bytes(at, 8).try_into().unwrap_or_default())
+    }
+
+    fn put_u32(&mut self, at: usize, v: u32) {
+        self.bytes_mut(at, 4).copy_from_slice(&v.to_le_bytes());
+    }
+
+    fn atomic_u32(&self, at: usize) -> &AtomicU32 {
+        assert!(at.is_multiple_of(4) && at + 4 <= PAGE);
+        // SAFETY: aligned (the mapping is page-aligned), inside the header page.
+        unsafe { &*(self.base.add(at) as *const AtomicU32) }
+    }
+
+    fn atomic_u64(&self, at: usize) -> &AtomicU64 {
+        assert!(at.is_multiple_of(8) && at + 8 <= PAGE);
+        // SAFETY: as above.
+        unsafe { &*(self.base.add(at) as *const AtomicU64) }
+    }
+
+    fn flags(&self) -> &AtomicU32 {
+        self.atomic_u32(OFF_FLAGS)
+    }
+}
+
+/// The records of a log, each checked.
+fn parse_log(mut log: &[u8], scrollback: usize) -> Result<Vec<Record>, &'static str> {
+    let mut out = Vec::new();
+    while !log.is_empty() {
+        let Some((head, rest)) = log.split_first_chunk::<4>() else {
+            return Err("a cut record");
+        };
+        let head = u32::from_le_bytes(*head);
+        let (len, record) = if head & RESIZE != 0 {
+            if head != RESIZE || rest.len() < 4 {
+                return Err("a bad resize record");
+            }
+            let cols = u16::from_le_bytes([rest[0], rest[1]]);
+            let rows = u16::from_le_bytes([rest[2], rest[3]]);
+            if !valid_size(cols, rows, scrollback) {
+                return Err("a resize out of bounds");
+            }
+            (4, Record::Resize(cols, rows))
+        } else {
+            let len = head as usize;
+            if len == 0 || len > rest.len() {
+                return Err("a cut output record");
+            }
+            (len, Record::Output(rest[..len].to_vec()))
+        };
+        out.push(record);
+        log = &rest[len..];
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reopen(s: &Store) -> Result<(Store, Saved), &'static str> {
+        Store::open(s.fd().try_clone_to_owned().unwrap())
+    }
+
+    #[test]
+    fn what_is_logged_is_what_a_next_daemon_reads() {
+        let mut s = Store::create(80, 24, 1000).unwrap();
+        s.output(b"hello\r\n");
+        s.resize(100, 30);
+        s.output(b"\x1b[?1049h");
+        let (mut again, saved) = reopen(&s).unwrap();
+        assert_eq!((saved.cols, saved.rows, saved.scrollback), (80, 24, 1000));
+        assert!(saved.checkpoint.is_empty());
+        assert_eq!(
+            saved.log,
+            [
+                Record::Output(b"hello\r\n".to_vec()),
+                Record::Resize(100, 30),
+                Record::Output(b"\x1b[?1049h".to_vec()),
+            ]
+        );
+        // The next daemon appends where the last one stopped.
+        again.output(b"more");
+        let (_, saved) = reopen(&again).unwrap();
+        assert_eq!(saved.log.len(), 4);
+    }
+
+    #[test]
+    fn a_chunk_read_but_not_logged_is_replayed_once() {
+        let mut s = Store::create(80, 24, 0).unwrap();
+        s.output(b"logged ");
+        let staging = s.staging();
+        staging.begin();
+        unsafe { staging.buf()[..6].copy_from_slice(b"staged") };
+        staging.staged(6);
+        // The daemon dies here: the next one finds the chunk after the log.
+        let (mut next, saved) = reopen(&s).unwrap();
+        assert_eq!(
+            saved.log,
+            [
+                Record::Output(b"logged ".to_vec()),
+                Record::Output(b"staged".to_vec())
+            ]
+        );
+        // It logged it, so a third daemon does not take it twice.
+        next.output(b" more");
+        let (_, saved) = reopen(&next).unwrap();
+        assert_eq!(saved.log.len(), 3);
+        // A chunk that was logged after it was staged is not taken twice either.
+        let mut s = Store::create(80, 24, 0).unwrap();
+        let staging = s.staging();
+        staging.begin();
+        unsafe { staging.buf()[..3].copy_from_slice(b"abc") };
+        staging.staged(3);
+        s.output(b"abc");
+        let (_, saved) = reopen(&s).unwrap();
+        assert_eq!(saved.log, [Record::Output(b"abc".to_vec())]);
+        // A resize logged while a chunk is staged keeps it staged (it came after).
+        let mut s = Store::create(80, 24, 0).unwrap();
+        let staging = s.staging();
+        staging.begin();
+        unsafe { staging.buf()[..1].copy_from_slice(b"x") };
+        staging.staged(1);
+        s.resize(90, 20);
+        let (_, saved) = reopen(&s).unwrap();
+        assert_eq!(
+            saved.log,
+            [Record::Resize(90, 20), Record::Output(b"x".to_vec())]
+        );
+    }
+
+    #[test]
+    fn output_past_the_log_bound_is_lost_and_said_so() {
+        let mut s = Store::create(80, 24, 0).unwrap();
+        let chunk = vec![b'x'; 64 * 1024];
+        for _ in 0..(LOG_MAX / chunk.len()) {
+            s.output(&chunk);
+        }
+        assert!(s.lost());
+        assert_eq!(reopen(&s).err(), Some("marked lost: the output outran it"));
+    }
+
+    /// Write raw bytes into a store's file (as a hostile or broken writer could).
+    fn poke(s: &Store, at: usize, bytes: &[u8]) {
+        let n = unsafe {
+            libc::pwrite(
+                s.fd().as_raw_fd(),
+                bytes.as_ptr().cast(),
+                bytes.len(),
+                at as libc::off_t,
+            )
+        };
+        assert_eq!(n as usize, bytes.len());
+    }
+
+    #[test]
+    fn a_corrupt_store_is_refused_never_trusted() {
+        let fresh = || {
+            let mut s = Store::create(80, 24, 100).unwrap();
+            s.output(b"abc");
+            s
+        };
+        let d = OFF_SLOTS;
+        type Corrupt = Box<dyn Fn(&Store)>;
+        let cases: Vec<(&str, Corrupt)> = vec![
+            ("magic", Box::new(|s| poke(s, 0, b"NOTMAXX!"))),
+            (
+                "version",
+                Box::new(|s| poke(s, OFF_VERSION, &9u32.to_le_bytes())),
+            ),
+            (
+                "active",
+                Box::new(|s| poke(s, OFF_ACTIVE, &2u32.to_le_bytes())),
+            ),
+            (
+                "log length",
+                Box::new(move |s| poke(s, d + D_COMMIT, &(LOG_MAX as u64 + 1).to_le_bytes())),
+            ),
+            (
+                "checkpoint length",
+                Box::new(move |s| poke(s, d + D_CKPT_LEN, &u64::MAX.to_le_bytes())),
+            ),
+            (
+                "cols",
+                Box::new(move |s| poke(s, d + D_COLS, &1u16.to_le_bytes())),
+            ),
+            (
+                "scrollback",
+                Box::new(move |s| poke(s, d + D_SCROLLBACK, &u32::MAX.to_le_bytes())),
+            ),
+            (
+                "a record longer than the log",
+                Box::new(|s| poke(s, SLOTS_AT, &100u32.to_le_bytes())),
+            ),
+            (
+                "a zero-length record",
+                Box::new(|s| poke(s, SLOTS_AT, &0u32.to_le_bytes())),
+            ),
+            (
+                "a resize record with junk",
+                Box::new(|s| poke(s, SLOTS_AT, &(RESIZE | 3).to_le_bytes())),
+            ),
+        ];
+        for (what, corrupt) in cases {
+            let s = fresh();
+            corrupt(&s);
+            assert!(reopen(&s).is_err(), "{what} accepted");
+        }
+        // A huge resize record: refused by its bounds.
+        let mut s = Store::create(80, 24, 100).unwrap();
+        s.resize(60000, 60000);
+        assert_eq!(reopen(&s).err(), Some("a resize out of bounds"));
+        // Not a memfd of the right size, or not sealed.
+        let file = tempfile_fd(FILE_BYTES);
+        assert_eq!(Store::open(file).err(), Some("not sealed against resizing"));
+        assert_eq!(Store::open(tempfile_fd(10)).err(), Some("the wrong size"));
+        let dir = std::fs::File::open("/").unwrap();
+        assert_eq!(Store::open(dir.into()).err(), Some("not a regular file"));
+    }
+
+    fn tempfile_fd(len: usize) -> OwnedFd {
+        let raw = unsafe { libc::memfd_create(c"t".as_ptr(), libc::MFD_CLOEXEC) };
+        assert!(raw >= 0);
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        assert_eq!(unsafe { libc::ftruncate(raw, len as libc::off_t) }, 0);
+        fd
+    }
+}
