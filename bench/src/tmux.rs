@@ -19,6 +19,11 @@ impl Tmux {
     /// Start a server with one detached session `session` of `cols`x`rows`, whose first
     /// window just sleeps (it keeps the server and the session alive).
     pub fn start(session: &str, cols: u16, rows: u16) -> R<Tmux> {
+        Tmux::start_nofile(session, cols, rows, None)
+    }
+
+    /// As [`Tmux::start`], the server forked under `RLIMIT_NOFILE` = `nofile` (soft and hard).
+    pub fn start_nofile(session: &str, cols: u16, rows: u16, nofile: Option<u64>) -> R<Tmux> {
         static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let name = format!(
             "maxxbench-{}-{}",
@@ -26,8 +31,11 @@ impl Tmux {
             N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         );
         let mut t = Tmux { name, socket: None };
-        let out = t
-            .command()
+        let mut cmd = t.command();
+        if let Some(n) = nofile {
+            crate::util::raise_nofile(&mut cmd, n);
+        }
+        let out = cmd
             .args(["-f", "/dev/null", "new-session", "-d", "-s", session])
             .args(["-x", &cols.to_string(), "-y", &rows.to_string()])
             .arg("exec sleep 1000000")
