@@ -1,9 +1,10 @@
 #!/bin/sh
 # maxx vs tmux benchmark: builds the release maxx and the harness, then runs it.
 #
-#   bench/run.sh                 full run (~5 min on 2 cores), writes bench/results/latest.json
-#   bench/run.sh --quick         smaller sizes, 1-2 runs each (~1-2 min)
-#   bench/run.sh --only spawn,group [--runs N]   (scenarios: spawn throughput scale group durable fanout queries)
+#   bench/run.sh                 full run (~12 min on 2 cores), writes bench/results/latest.json
+#   bench/run.sh --quick         smaller sizes, 1-2 runs each, no ten_thousand (~1-2 min)
+#   bench/run.sh --only spawn,group [--runs N]
+#       scenarios: spawn throughput scale group durable fanout queries recovery remote fleet ten_thousand
 #
 # MAXX_BIN=/path/to/maxx skips building maxx. MAXX_BENCH_PERF=<dir> records a perf profile
 # of every daemon the harness starts (see bench/README.md).

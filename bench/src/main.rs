@@ -1,6 +1,6 @@
 //! maxx-bench: maxx vs tmux (vs a bare PTY) on this machine, in one run.
 //!
-//! Usage: bench/run.sh [--quick] [--only spawn,throughput,scale,group,durable,fanout,queries]
+//! Usage: bench/run.sh [--quick] [--only spawn,throughput,scale,group,durable,fanout,queries,recovery,fleet,ten_thousand]
 //!        maxx-bench --maxx PATH [--quick] [--only LIST] [--runs N] [--out FILE]
 //!
 //! Prints a table (each figure: min / median / max over runs; ratios computed within a
@@ -10,6 +10,7 @@ mod bare;
 mod diag;
 mod durable;
 mod fanout;
+mod fleet;
 mod group;
 mod maxx;
 mod queries;
@@ -17,6 +18,7 @@ mod recovery;
 mod remote;
 mod scale;
 mod spawn;
+mod ten_thousand;
 mod throughput;
 mod tmux;
 mod util;
@@ -215,7 +217,7 @@ fn print_targets(rows: &[Row]) {
     }
 }
 
-const ALL: [&str; 9] = [
+const ALL: [&str; 11] = [
     "spawn",
     "throughput",
     "scale",
@@ -225,7 +227,12 @@ const ALL: [&str; 9] = [
     "queries",
     "recovery",
     "remote",
+    "fleet",
+    "ten_thousand",
 ];
+
+/// Scenarios `--quick` leaves out unless named with `--only`.
+const NOT_QUICK: [&str; 1] = ["ten_thousand"];
 
 fn usage() -> ! {
     eprintln!(
@@ -243,6 +250,9 @@ fn main() {
     if args.get(1).map(String::as_str) == Some("child-query") && args.len() == 4 {
         queries::child_query(&args[2], &args[3]);
     }
+    if args.get(1).map(String::as_str) == Some("child-agent") && args.len() == 5 {
+        fleet::child_agent(&args[2], &args[3], &args[4]);
+    }
     if args.get(1).map(String::as_str) == Some("diag-spawn") {
         let iters = args.get(2).and_then(|n| n.parse().ok()).unwrap_or(100);
         match diag::run(iters) {
@@ -256,6 +266,7 @@ fn main() {
     }
     let mut quick = false;
     let mut only: Vec<String> = ALL.iter().map(|s| s.to_string()).collect();
+    let mut only_given = false;
     let mut maxx_bin: Option<PathBuf> = None;
     let mut out: Option<PathBuf> = None;
     let mut runs = None;
@@ -264,6 +275,7 @@ fn main() {
         match a.as_str() {
             "--quick" => quick = true,
             "--only" => {
+                only_given = true;
                 only = it
                     .next()
                     .unwrap_or_else(|| usage())
@@ -288,6 +300,9 @@ fn main() {
             "-h" | "--help" => usage(),
             _ => usage(),
         }
+    }
+    if quick && !only_given {
+        only.retain(|s| !NOT_QUICK.contains(&s.as_str()));
     }
     let maxx_bin = maxx_bin.unwrap_or_else(|| usage());
     let maxx_bin = std::fs::canonicalize(&maxx_bin).unwrap_or_else(|e| {
@@ -336,6 +351,8 @@ fn main() {
             "queries" => queries::run(&cfg),
             "recovery" => recovery::run(&cfg),
             "remote" => remote::run(&cfg),
+            "fleet" => fleet::run(&cfg),
+            "ten_thousand" => ten_thousand::run(&cfg),
             _ => unreachable!(),
         };
         match res {

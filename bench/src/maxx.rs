@@ -123,10 +123,18 @@ pub struct Daemon {
     perf: Option<Child>,
     /// The daemon, once its keeper was killed ([`Daemon::without_keeper`]): stopped by pid.
     orphan: Option<u32>,
+    /// Start the keeper (and so the daemon) under this `RLIMIT_NOFILE` (soft = hard).
+    nofile: Option<u64>,
 }
 
 impl Daemon {
     pub fn start(bin: &Path, extra: &[&str]) -> R<Daemon> {
+        Daemon::start_nofile(bin, extra, None)
+    }
+
+    /// As [`Daemon::start`], with the open-files limit raised to `nofile` (soft and hard) in
+    /// the keeper before it execs (the daemon raises only its soft limit, up to the hard one).
+    pub fn start_nofile(bin: &Path, extra: &[&str], nofile: Option<u64>) -> R<Daemon> {
         let tmp = TempDir::new("maxx-bench-")?;
         let control = tmp.join("ctl");
         let mut d = Daemon {
@@ -141,6 +149,7 @@ impl Daemon {
             extra: extra.iter().map(|s| s.to_string()).collect(),
             perf: None,
             orphan: None,
+            nofile,
         };
         d.launch()?;
         Ok(d)
@@ -167,7 +176,11 @@ impl Daemon {
                 .as_bytes(),
             )?;
         }
-        let child = Command::new(&self.bin)
+        let mut cmd = Command::new(&self.bin);
+        if let Some(n) = self.nofile {
+            crate::util::raise_nofile(&mut cmd, n);
+        }
+        let child = cmd
             .args(["daemon", "--log-level", "warn"])
             .env("MAXX_CONTROL_POLICY_FILE", &policy)
             .args(&self.extra)

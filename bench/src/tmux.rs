@@ -13,21 +13,36 @@ pub struct Tmux {
     pub name: String,
     /// The server's socket file, removed on drop (kill-server leaves it behind).
     socket: Option<std::path::PathBuf>,
+    /// The server's pid: SIGKILLed on drop if `kill-server` did not end it within 5 s (a
+    /// server with 1,000 busy panes was seen to outlive `kill-server`, and SIGTERM).
+    pid: Option<u32>,
 }
 
 impl Tmux {
     /// Start a server with one detached session `session` of `cols`x`rows`, whose first
     /// window just sleeps (it keeps the server and the session alive).
     pub fn start(session: &str, cols: u16, rows: u16) -> R<Tmux> {
+        Tmux::start_nofile(session, cols, rows, None)
+    }
+
+    /// As [`Tmux::start`], the server forked under `RLIMIT_NOFILE` = `nofile` (soft and hard).
+    pub fn start_nofile(session: &str, cols: u16, rows: u16, nofile: Option<u64>) -> R<Tmux> {
         static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let name = format!(
             "maxxbench-{}-{}",
             std::process::id(),
             N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         );
-        let mut t = Tmux { name, socket: None };
-        let out = t
-            .command()
+        let mut t = Tmux {
+            name,
+            socket: None,
+            pid: None,
+        };
+        let mut cmd = t.command();
+        if let Some(n) = nofile {
+            crate::util::raise_nofile(&mut cmd, n);
+        }
+        let out = cmd
             .args(["-f", "/dev/null", "new-session", "-d", "-s", session])
             .args(["-x", &cols.to_string(), "-y", &rows.to_string()])
             .arg("exec sleep 1000000")
@@ -42,6 +57,7 @@ impl Tmux {
             .ok()
             .filter(|p| !p.is_empty())
             .map(std::path::PathBuf::from);
+        t.pid = t.server_pid().ok();
         Ok(t)
     }
 
@@ -104,6 +120,20 @@ impl Drop for Tmux {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status();
+        if let Some(pid) = self.pid {
+            let gone = || {
+                std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .map(|s| s.contains(") Z "))
+                    .unwrap_or(true)
+            };
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while !gone() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if !gone() {
+                unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            }
+        }
         if let Some(p) = &self.socket {
             let _ = std::fs::remove_file(p);
         }

@@ -380,3 +380,40 @@ pub fn wait_quiet(max_wait: Duration) -> f64 {
         }
     }
 }
+
+/// Run `cmd` under `RLIMIT_NOFILE` = `n` (soft and hard), set in the child before it execs.
+/// Raising the hard limit needs privilege (root, or CAP_SYS_RESOURCE); without it the child
+/// gets its soft limit raised to the hard one it has, and whatever it reports (the daemon's
+/// `fd_limit`) says so.
+pub fn raise_nofile(cmd: &mut std::process::Command, n: u64) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: setrlimit/getrlimit are async-signal-safe; no allocation in the closure.
+    unsafe {
+        cmd.pre_exec(move || {
+            let want = libc::rlimit {
+                rlim_cur: n as libc::rlim_t,
+                rlim_max: n as libc::rlim_t,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &want) != 0 {
+                let mut have = libc::rlimit {
+                    rlim_cur: 0,
+                    rlim_max: 0,
+                };
+                if libc::getrlimit(libc::RLIMIT_NOFILE, &mut have) == 0 {
+                    have.rlim_cur = have.rlim_max;
+                    libc::setrlimit(libc::RLIMIT_NOFILE, &have);
+                }
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Entries in a /proc/<pid>/ directory (`fd`, `task`).
+pub fn proc_count(pid: u32, what: &str) -> Option<usize> {
+    Some(
+        std::fs::read_dir(format!("/proc/{pid}/{what}"))
+            .ok()?
+            .count(),
+    )
+}
