@@ -195,30 +195,53 @@ fn style_of(cell: &Cell) -> Style {
 
 /// Styles seen so far: each is written where it is first used, so the reader builds the
 /// same table in the same order.
+/// Indexed by a style's packed key ([`Style::key`]): a program that uses thousands of
+/// colours costs a hash lookup per cell, not a scan of every style seen (that scan was most
+/// of the daemon's CPU under a colourful flood).
 #[derive(Default)]
 struct Styles {
-    list: Vec<Style>,
-    last: usize,
+    index: std::collections::HashMap<u128, usize>,
+    last: Option<(u128, usize)>,
 }
 
 impl Styles {
     fn put(&mut self, s: Style, w: &mut Writer) {
-        if self.list.get(self.last) == Some(&s) {
-            w.var(self.last as u64);
-            return;
-        }
-        match self.list.iter().position(|x| *x == s) {
-            Some(i) => {
-                self.last = i;
+        let key = s.key();
+        if let Some((k, i)) = self.last {
+            if k == key {
                 w.var(i as u64);
-            }
-            None => {
-                self.last = self.list.len();
-                w.var(self.last as u64);
-                put_style(w, &s);
-                self.list.push(s);
+                return;
             }
         }
+        let next = self.index.len();
+        let i = *self.index.entry(key).or_insert(next);
+        w.var(i as u64);
+        if i == next {
+            put_style(w, &s);
+        }
+        self.last = Some((key, i));
+    }
+}
+
+impl Style {
+    /// The style as one number, equal exactly when the styles are (colours 26 bits each,
+    /// flags 16, the underline colour 27 with its presence, the tag 2).
+    fn key(&self) -> u128 {
+        fn color(c: Color) -> u128 {
+            (match c {
+                Color::Named(n) => (1 << 24) | n as u32,
+                Color::Spec(Rgb { r, g, b }) => {
+                    (2 << 24) | (r as u32) << 16 | (g as u32) << 8 | b as u32
+                }
+                Color::Indexed(i) => (3 << 24) | i as u32,
+            }) as u128
+        }
+        let underline = self.underline.map_or(0, |c| (1 << 26) | color(c));
+        color(self.fg)
+            | color(self.bg) << 26
+            | (self.flags as u128) << 52
+            | underline << 68
+            | (self.tag as u128) << 95
     }
 }
 
@@ -286,10 +309,21 @@ impl Grid {
         let history = grid.history_size();
         w.var(history as u64);
         let cols = grid.columns();
+        let blank = style_of(&Cell::default()).key();
         for line in -(history as i32)..grid.screen_lines() as i32 {
             let row = &grid[Line(line)];
             let mut extras: Vec<(usize, &[char])> = Vec::new();
-            for col in 0..cols {
+            // Blank cells at the end of a row (a space, no style, nothing combined: what a
+            // fresh row holds) are not written: most rows are far shorter than the terminal.
+            let len = (0..cols)
+                .rev()
+                .find(|&col| {
+                    let cell = &row[Column(col)];
+                    cell.c != ' ' || cell.zerowidth().is_some() || style_of(cell).key() != blank
+                })
+                .map_or(0, |col| col + 1);
+            w.var(len as u64);
+            for col in 0..len {
                 let cell = &row[Column(col)];
                 styles.put(style_of(cell), &mut w);
                 w.var(cell.c as u64);
@@ -509,14 +543,16 @@ impl Grid {
         let whole = Line(0)..Line(screen as i32);
         for n in 0..history + screen {
             let mut row = Row::new(cols_n);
-            for col in 0..cols_n {
+            let len = r.upto(cols as u64)? as usize;
+            for col in 0..len {
                 let mut cell = read_style(r, &mut styles, &g.prompt_link, &g.input_link)?;
                 cell.c = char::from_u32(r.upto(0x10ffff)? as u32).ok_or("a bad character")?;
                 row[Column(col)] = cell;
             }
-            let extras = r.upto(cols as u64)?;
+            let extras = r.upto(len as u64)?;
             for _ in 0..extras {
-                let col = r.upto(cols as u64 - 1)? as usize;
+                // (`extras` is 0 on an empty row, so `len` ≥ 1 here.)
+                let col = r.upto(len as u64 - 1)? as usize;
                 let count = r.upto(64)?;
                 for _ in 0..count {
                     let c = char::from_u32(r.upto(0x10ffff)? as u32).ok_or("a bad character")?;

@@ -4,7 +4,7 @@
 //! from what a dead daemon left.
 
 use super::store::{self, Record, Store};
-use super::{lock, Drain, ScreenModel};
+use super::{lock, Drain, ScreenModel, CHECKPOINT_AT};
 use crate::grid::{Grid, RawRing};
 use crate::screen::LightScreen;
 use std::sync::atomic::Ordering;
@@ -115,7 +115,7 @@ impl ScreenModel {
         let due = d.pending.is_none()
             && !d.light.alt_used()
             && d.store.as_ref().is_some_and(|s| {
-                !s.lost() && s.log_len() > self.checkpoint_at.load(Ordering::Relaxed)
+                !s.lost() && s.log_len() > due_at(self.checkpoint_at.load(Ordering::Relaxed), s)
             })
             && utf8_complete(bytes);
         if !due {
@@ -170,6 +170,19 @@ impl ScreenModel {
             store.checkpoint(cols, rows, scrollback, &blob.0, &tail);
         }
     }
+}
+
+/// The log length past which the next checkpoint is taken: [`CHECKPOINT_AT`], or four times
+/// the last checkpoint's size when that is more (at most half of [`store::LOG_MAX`], so the
+/// log never outruns its slot waiting for a ground point): a checkpoint encodes the whole
+/// history, so this encodes at most one byte of checkpoint per four bytes of output, where
+/// a fixed 2 MiB cadence with a full 200-column scrollback cost 3x the parsing under a flood. A
+/// cadence set by a test is taken as it is.
+fn due_at(at: usize, store: &Store) -> usize {
+    if at != CHECKPOINT_AT {
+        return at;
+    }
+    at.max((4 * store.checkpoint_len()).min(store::LOG_MAX / 2))
 }
 
 /// Whether `bytes` ends on a whole UTF-8 character (the parser holds no half of one).

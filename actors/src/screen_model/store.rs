@@ -49,7 +49,7 @@ pub const SLOT_BYTES: usize = 64 * 1024 * 1024;
 pub const FILE_BYTES: usize = SLOTS_AT + 2 * SLOT_BYTES;
 /// The longest log a slot holds. Past it the screen can no longer be rebuilt (the store says
 /// [`Store::lost`] and frees its pages) unless a checkpoint starts a new log first.
-pub const LOG_MAX: usize = 8 * 1024 * 1024;
+pub const LOG_MAX: usize = 16 * 1024 * 1024;
 /// Record header flag: a resize.
 const RESIZE: u32 = 1 << 31;
 
@@ -334,6 +334,11 @@ impl Store {
     /// Whether the active slot starts with a checkpoint.
     pub fn has_checkpoint(&self) -> bool {
         self.ckpt_len > 0
+    }
+
+    /// The active slot's checkpoint length in bytes (0: none).
+    pub fn checkpoint_len(&self) -> usize {
+        self.ckpt_len
     }
 
     /// The committed log's length in bytes (what a checkpoint would shorten).
