@@ -37,7 +37,7 @@ use crate::keeper_link::Keeper;
 use maxx_protocol::keeper::ChildStatus;
 
 use crate::screen::ScreenEvent;
-use crate::screen_model::store::Staging;
+use crate::screen_model::store::{Staging, ARM_MAX};
 use crate::screen_model::{Drained, ScreenModel};
 use nix::sys::signal::{killpg, Signal};
 use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
@@ -568,8 +568,22 @@ async fn read_chunk(io: &AsyncFd<OwnedFd>, output: &Output) -> Option<Drained> {
             let mut filled = 0;
             let mut closed = false;
             while filled < buf.len() {
-                let rest = &mut buf[filled..];
+                let mut rest = &mut buf[filled..];
                 let result = guard.try_io(|fd| {
+                    if let Some(s) = staging {
+                        // Armed (see `screen_model::store`, "The armed read"): exactly what
+                        // is waiting, so a kill inside the `read` leaves a region the next
+                        // daemon can tell apart. Nothing waiting (the readiness is for
+                        // EOF/EIO, or went stale): 1 byte, which still reports EOF, EIO or
+                        // EAGAIN, and cannot be a short copy that looks like a cut one.
+                        let mut avail: libc::c_int = 0;
+                        // SAFETY: FIONREAD writes one int.
+                        let r = unsafe { libc::ioctl(fd.as_raw_fd(), libc::FIONREAD, &mut avail) };
+                        let avail = if r < 0 { 0 } else { avail.max(0) as usize };
+                        let want = avail.clamp(1, rest.len().min(ARM_MAX));
+                        rest = &mut rest[..want];
+                        s.arm(rest, filled);
+                    }
                     // SAFETY: reading into a valid, exclusively borrowed slice.
                     let n = unsafe {
                         libc::read(
