@@ -53,8 +53,10 @@
 //!   `FIONREAD` reported is still there at the `read`, and the n_tty master read in
 //!   non-canonical mode returns everything available up to `count`: with `count = want` it
 //!   returns exactly `want`. It copies less only if a copy to user space faults part way
-//!   under a fatal signal (the rest then stays in the kernel, and is read by the next
-//!   daemon); writing the canary has just faulted those pages in, so even that is remote.
+//!   (the rest then stays in the kernel, and is read by the next daemon — except, since
+//!   Linux 5.12, the up to 64 bytes of the tty core's bounce buffer whose copy failed);
+//!   writing the canary has just faulted those pages in, so that needs the pages reclaimed
+//!   in between, and is remote.
 //! - When `FIONREAD` says nothing is waiting (the readiness was for EOF/EIO, or stale), the
 //!   `read` is armed for 1 byte: it still reports EOF/EIO/EAGAIN, and bytes that arrived in
 //!   between are taken one at a time (the next round asks `FIONREAD` again). A larger count
