@@ -200,36 +200,24 @@ fn a_daemon_killed_mid_flood_leaves_a_screen_fed_the_whole_stream() {
         Some(&1),
         "the lines the dead daemon read are kept"
     );
-    assert_eq!(seen.last(), Some(&FLOOD_LINES));
-    // Every line once, in order, except for the one documented window (docs/recovery.md,
-    // "Screens"): a kill that lands while the pump's `read` is copying loses what that one
-    // `read` returns (≤ 4 KiB): the kernel has consumed it, and the process dies before it
-    // can say how much it got. Such a hole joins the head of one line to the tail of another
-    // (one line that reads as any number, or as none).
-    let lost = match seen.windows(2).position(|p| p[1] != p[0] + 1) {
-        None => 0,
-        Some(i) => {
-            let a = seen[i];
-            // Past the hole (and the one joined line, if it parsed as a number).
-            let mut rest = &seen[i + 1..];
-            if rest.len() > 1 && rest[1] != rest[0] + 1 {
-                rest = &rest[1..];
-            }
-            assert!(rest[0] > a, "a duplicate after line {a}");
-            assert_eq!(
-                rest.to_vec(),
-                (rest[0]..=FLOOD_LINES).collect::<Vec<u64>>(),
-                "a second hole, or a duplicate"
-            );
-            rest[0] - a - 1
-        }
-    };
-    let line = format!("line 12345 {LINE_TAIL}\n").len() as u64;
-    assert!(
-        lost <= 4096 / line + 1,
-        "{lost} lines lost: more than one read"
-    );
-    eprintln!("figures: killed mid-flood; lines lost to the kernel's read window: {lost}");
+    // Every line once, in order: no hole (a kill inside the pump's `read` is covered by the
+    // armed read, docs/recovery.md "Screens"), no duplicate.
+    if seen != (1..=FLOOD_LINES).collect::<Vec<u64>>() {
+        let at = seen.windows(2).position(|p| p[1] != p[0] + 1);
+        panic!(
+            "{} lines seen, first break after index {at:?}: {:?}",
+            seen.len(),
+            at.map(|i| &seen[i.saturating_sub(2)..(i + 3).min(seen.len())])
+        );
+    }
+    // And each whole: no bytes lost or doubled inside a line either.
+    let t = text(&d, &flood);
+    let whole = t
+        .lines()
+        .filter(|l| l.starts_with("line "))
+        .zip(1..)
+        .all(|(l, n)| l.trim_end() == format!("line {n} {LINE_TAIL}"));
+    assert!(whole, "a line with bytes lost or doubled");
 }
 
 const FLOOD_LINES: u64 = 95_000;

@@ -505,7 +505,7 @@ impl Grid {
         // its own stops clears them all first, `CSI 3 g`), else to be the default.
         let last = cols as usize - 1;
         let cleared = (8..last).step_by(8).any(|c| !tabs.contains(&c));
-        if cleared && last % 8 == 0 {
+        if cleared && last.is_multiple_of(8) {
             setup.extend_from_slice(format!("\x1b[1;{}H\x1b[g", last + 1).as_bytes());
         }
         for col in 1..last {

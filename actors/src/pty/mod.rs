@@ -37,7 +37,7 @@ use crate::keeper_link::Keeper;
 use maxx_protocol::keeper::ChildStatus;
 
 use crate::screen::ScreenEvent;
-use crate::screen_model::store::Staging;
+use crate::screen_model::store::{Staging, ARM_MAX};
 use crate::screen_model::{Drained, ScreenModel};
 use nix::sys::signal::{killpg, Signal};
 use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
@@ -547,6 +547,36 @@ thread_local! {
         std::cell::RefCell::new(vec![0u8; READ_CHUNK].into_boxed_slice());
 }
 
+/// One `read` of the master into `rest` (the buffer's bytes from `filled` on). Into the
+/// staging area it is armed first (see `screen_model::store`, "The armed read"): for exactly
+/// what is waiting, so a kill inside the `read` leaves a region the next daemon can tell
+/// apart. Nothing waiting (the readiness is for EOF/EIO, or went stale): 1 byte, which still
+/// reports EOF, EIO or EAGAIN, and cannot be a short copy that looks like a cut one. The
+/// caller publishes the result ([`Staging::staged`]).
+fn read_once(
+    fd: RawFd,
+    staging: Option<&Staging>,
+    mut rest: &mut [u8],
+    filled: usize,
+) -> io::Result<usize> {
+    if let Some(s) = staging {
+        let mut avail: libc::c_int = 0;
+        // SAFETY: FIONREAD writes one int.
+        let r = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut avail) };
+        let avail = if r < 0 { 0 } else { avail.max(0) as usize };
+        let want = avail.clamp(1, rest.len().min(ARM_MAX));
+        rest = &mut rest[..want];
+        s.arm(rest, filled);
+    }
+    // SAFETY: reading into a valid, exclusively borrowed slice.
+    let n = unsafe { libc::read(fd, rest.as_mut_ptr() as *mut libc::c_void, rest.len()) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
 /// Read everything the master has now, up to [`READ_CHUNK`] bytes (the tty hands out at most
 /// ~4 KiB per `read`, so one chunk per readiness instead of one per `read`), and drain it into
 /// the screen model before the next await. `None` on EOF or EIO (slave closed).
@@ -568,22 +598,8 @@ async fn read_chunk(io: &AsyncFd<OwnedFd>, output: &Output) -> Option<Drained> {
             let mut filled = 0;
             let mut closed = false;
             while filled < buf.len() {
-                let rest = &mut buf[filled..];
-                let result = guard.try_io(|fd| {
-                    // SAFETY: reading into a valid, exclusively borrowed slice.
-                    let n = unsafe {
-                        libc::read(
-                            fd.as_raw_fd(),
-                            rest.as_mut_ptr() as *mut libc::c_void,
-                            rest.len(),
-                        )
-                    };
-                    if n < 0 {
-                        Err(io::Error::last_os_error())
-                    } else {
-                        Ok(n as usize)
-                    }
-                });
+                let result = guard
+                    .try_io(|fd| read_once(fd.as_raw_fd(), staging, &mut buf[filled..], filled));
                 match result {
                     Ok(Ok(0)) => {
                         closed = true;
@@ -796,6 +812,91 @@ mod tests {
     use super::*;
     use nix::sys::wait::waitpid;
     use portable_pty::MasterPty;
+
+    /// A pump `read` killed before it could publish what it got (SIGKILL takes effect on the
+    /// return from the syscall, which leaves exactly this state): a real PTY, a real process
+    /// killed. The next daemon takes what the `read` consumed from the tty, once.
+    #[test]
+    fn a_read_killed_before_it_was_published_loses_nothing() {
+        use crate::screen_model::store::{Record, Store};
+        // Output waiting in the master (200 times), or none: the `read` is armed for 1 byte
+        // and gets EAGAIN.
+        for waiting in [&b"0123456789abcdef"[..], b""] {
+            let mut fds = [0; 2];
+            // SAFETY: openpty into our array; the descriptors are closed below.
+            let r = unsafe {
+                libc::openpty(
+                    &mut fds[0],
+                    &mut fds[1],
+                    std::ptr::null_mut(),
+                    std::ptr::null(),
+                    std::ptr::null(),
+                )
+            };
+            assert_eq!(r, 0);
+            let (master, slave) = (fds[0], fds[1]);
+            // SAFETY: our own descriptor.
+            unsafe { libc::fcntl(master, libc::F_SETFL, libc::O_NONBLOCK) };
+            let data: Vec<u8> = waiting.repeat(200);
+            if !data.is_empty() {
+                // SAFETY: writing from a valid slice.
+                let n = unsafe { libc::write(slave, data.as_ptr().cast(), data.len()) };
+                assert_eq!(n as usize, data.len());
+            }
+            // The tty moves it to the master's side in its own time.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            loop {
+                let mut avail: libc::c_int = 0;
+                // SAFETY: FIONREAD writes one int.
+                unsafe { libc::ioctl(master, libc::FIONREAD, &mut avail) };
+                if avail as usize == data.len() {
+                    break;
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "{avail} bytes waiting"
+                );
+                std::thread::yield_now();
+            }
+            let mut store = Store::create(80, 24, 0).unwrap();
+            store.output(b"logged ");
+            let staging = store.staging();
+            staging.begin();
+            // SAFETY: this test is the staging area's only user.
+            unsafe { staging.buf()[..6].copy_from_slice(b"staged") };
+            staging.staged(6);
+            // SAFETY: the child only reads, writes its own memory and kills itself.
+            let pid = unsafe { libc::fork() };
+            if pid == 0 {
+                // SAFETY: as above; nothing here allocates.
+                unsafe {
+                    let _ = read_once(master, Some(&staging), &mut staging.buf()[6..], 6);
+                    libc::kill(libc::getpid(), libc::SIGKILL);
+                    libc::_exit(1);
+                }
+            }
+            let mut status = 0;
+            // SAFETY: our own child.
+            assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+            assert!(libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGKILL);
+            // The tty gave it everything: it is in the store only.
+            let mut avail: libc::c_int = -1;
+            // SAFETY: FIONREAD writes one int.
+            unsafe { libc::ioctl(master, libc::FIONREAD, &mut avail) };
+            assert_eq!(avail, 0);
+            let (_, saved) = Store::open(store.fd().try_clone_to_owned().unwrap()).unwrap();
+            let expect = [&b"staged"[..], &data].concat();
+            assert_eq!(
+                saved.log,
+                [Record::Output(b"logged ".to_vec()), Record::Output(expect)]
+            );
+            // SAFETY: closing our own descriptors.
+            unsafe {
+                libc::close(master);
+                libc::close(slave);
+            }
+        }
+    }
 
     fn tty() -> (Box<dyn MasterPty + Send>, PathBuf) {
         let pair = native_pty_system()

@@ -26,8 +26,50 @@
 //! count it precedes). A chunk read but not yet logged (the pump logs a whole chunk, up to 64
 //! KiB, at once) is therefore not lost with the daemon: the next one finds it staged — valid
 //! only while no output record was committed since, so a chunk is never taken twice — and
-//! replays it after the log. What remains is the kernel's own window: a kill that lands
-//! while a `read` is copying loses what that `read` returns (≤ 4 KiB). On recovery everything is treated as hostile: the file must be a sealed
+//! replays it after the log.
+//!
+//! **The armed read.** That leaves the kernel's own window: a kill that lands while a `read`
+//! runs. The kernel copies the bytes into the staging area and consumes them from the tty,
+//! and the process dies on the way back to user space, before it says how many it got. So
+//! before each `read` the pump *arms* it ([`Staging::arm`]): it asks the tty how much is
+//! waiting (`FIONREAD`: `want`, at most what the buffer has room for), fills
+//! `staging[filled .. filled + want]` with a *canary* (a splitmix64 stream from a fresh
+//! seed), publishes the arm (seed, offset `filled`, `want`, and the output-record count of
+//! the staging word) and only then `read`s exactly `want` bytes there. The arm is *current*
+//! while its record count equals the active slot's commit count and its offset equals the
+//! staged length (the staging word's length if that word is current, else 0: a new chunk);
+//! a `read` that returned and was published moves the staged length past the offset, so its
+//! arm goes stale by itself. A recovering daemon that finds a current arm regenerates the
+//! canary and compares: the region equals it → the `read` copied nothing; otherwise it
+//! copied `want` bytes, unless at least the last 8 bytes still equal the canary — then the
+//! copy was cut short and it copied `want` minus that common suffix. Those bytes come after
+//! the staged ones, in the same single output record (so, logged, they are never taken
+//! twice). Why this is sound:
+//!
+//! - SIGKILL (and the OOM killer) take effect on the return to user space: a tty `read`
+//!   either copies and returns, or copies nothing (it is not interrupted mid-copy; a
+//!   non-blocking `read` with input waiting never sleeps).
+//! - Only the daemon reads the master (the keeper holds a duplicate, never reads), so what
+//!   `FIONREAD` reported is still there at the `read`, and the n_tty master read in
+//!   non-canonical mode returns everything available up to `count`: with `count = want` it
+//!   returns exactly `want`. It copies less only if a copy to user space faults part way
+//!   (the rest then stays in the kernel, and is read by the next daemon — except, since
+//!   Linux 5.12, the up to 64 bytes of the tty core's bounce buffer whose copy failed);
+//!   writing the canary has just faulted those pages in, so that needs the pages reclaimed
+//!   in between, and is remote.
+//! - When `FIONREAD` says nothing is waiting (the readiness was for EOF/EIO, or stale), the
+//!   `read` is armed for 1 byte: it still reports EOF/EIO/EAGAIN, and bytes that arrived in
+//!   between are taken one at a time (the next round asks `FIONREAD` again). A larger count
+//!   there would make a short copy (fewer bytes arrived than asked) indistinguishable from a
+//!   cut one within the last 8 bytes.
+//! - The disarm (the arm word cleared) precedes the new canary and seed, and the arm word is
+//!   published last, so a dead daemon never leaves a current arm with another arm's seed or
+//!   canary.
+//!
+//! The residual risk is output that equals a random canary: a copied region whose last 8
+//! bytes equal the canary's (2^-64: the cut is misplaced), or, for `want` < 8, a whole copied
+//! region equal to it (2^-8·want: the bytes are dropped — the race that arms a 1-byte read,
+//! with a kill inside it, is the only common way to get there). On recovery everything is treated as hostile: the file must be a sealed
 //! memfd of exactly [`FILE_BYTES`], and every length, size and record is checked before use;
 //! anything out of bounds refuses the whole store (the screen then starts empty).
 
@@ -59,6 +101,13 @@ const OFF_FLAGS: usize = 12;
 const OFF_ACTIVE: usize = 16;
 /// Staging word: bytes staged (low 32 bits), and the output-record count they follow.
 const OFF_STAGED: usize = 24;
+/// The armed read's canary seed (see "The armed read").
+const OFF_ARM_SEED: usize = 96;
+/// The arm word: output-record count (high 32 bits), offset (bits 16..32), `want` (low 16
+/// bits; 0: disarmed).
+const OFF_ARM: usize = 104;
+/// The most a `read` is armed for (the tty hands out at most 4 KiB per `read`).
+pub const ARM_MAX: usize = u16::MAX as usize;
 const OFF_SLOTS: usize = 32;
 const SLOT_DESC: usize = 32;
 // Within a slot descriptor.
@@ -142,18 +191,85 @@ impl Staging {
         unsafe { std::slice::from_raw_parts_mut(self.map.base.add(PAGE), STAGE_BYTES) }
     }
 
-    /// The first `len` bytes of the buffer are read output, to be logged after the output
-    /// records committed so far.
-    pub fn staged(&self, len: usize) {
+    /// The output-record count of the active slot (high 32 bits of a word).
+    fn records(&self) -> u64 {
         let map = &self.map;
+        // SAFETY: aligned, inside the header page.
         let active = unsafe { &*(map.base.add(OFF_ACTIVE) as *const AtomicU32) }
             .load(Ordering::Acquire) as usize
             & 1;
         let commit = map
             .atomic_u64(OFF_SLOTS + active * SLOT_DESC + D_COMMIT)
             .load(Ordering::Acquire);
-        let word = (commit & !0xffff_ffff) | len.min(STAGE_BYTES) as u64;
-        map.atomic_u64(OFF_STAGED).store(word, Ordering::Release);
+        commit & !0xffff_ffff
+    }
+
+    /// The first `len` bytes of the buffer are read output, to be logged after the output
+    /// records committed so far (this also makes an arm at an offset below `len` stale).
+    pub fn staged(&self, len: usize) {
+        let word = self.records() | len.min(STAGE_BYTES) as u64;
+        self.map
+            .atomic_u64(OFF_STAGED)
+            .store(word, Ordering::Release);
+    }
+
+    /// Arm a `read` into `region`, the buffer's bytes `at .. at + region.len()` (see the
+    /// module's "The armed read"): the region gets a fresh canary and the header says so.
+    /// The `read` must ask for exactly `region.len()` bytes (1 ..= [`ARM_MAX`]), right
+    /// after this, and its result be published with [`Staging::staged`].
+    pub fn arm(&self, region: &mut [u8], at: usize) {
+        let want = region.len();
+        debug_assert!((1..=ARM_MAX).contains(&want) && at + want <= STAGE_BYTES);
+        let map = &self.map;
+        let arm = map.atomic_u64(OFF_ARM);
+        // Disarmed first: no current arm can meet the canary or seed being replaced.
+        arm.store(0, Ordering::Release);
+        std::sync::atomic::compiler_fence(Ordering::SeqCst);
+        let seed_word = map.atomic_u64(OFF_ARM_SEED);
+        let seed = seed_word
+            .load(Ordering::Relaxed)
+            .wrapping_add(0x9e37_79b9_7f4a_7c15);
+        canary(seed, region);
+        seed_word.store(seed, Ordering::Release);
+        let word = self.records() | ((at as u64 & 0xffff) << 16) | want as u64;
+        arm.store(word, Ordering::Release);
+    }
+}
+
+/// Fill `out` with the canary of `seed`: a splitmix64 stream, little-endian words.
+fn canary(seed: u64, out: &mut [u8]) {
+    let mut state = seed;
+    let mut next = || {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    let mut words = out.chunks_exact_mut(8);
+    for w in &mut words {
+        w.copy_from_slice(&next().to_le_bytes());
+    }
+    let tail = words.into_remainder();
+    let last = next().to_le_bytes();
+    tail.copy_from_slice(&last[..tail.len()]);
+}
+
+/// How many bytes of an armed region the `read` copied: none if it still equals the canary,
+/// all of it unless at least its last 8 bytes still do (a copy cut short), then the rest.
+fn copied(region: &[u8], canary: &[u8]) -> usize {
+    let same = region
+        .iter()
+        .rev()
+        .zip(canary.iter().rev())
+        .take_while(|(a, b)| a == b)
+        .count();
+    if same == region.len() {
+        0
+    } else if same >= 8 {
+        region.len() - same
+    } else {
+        region.len()
     }
 }
 
@@ -211,6 +327,11 @@ impl Store {
         store.bytes_mut(0, 8).copy_from_slice(&MAGIC);
         store.put_u32(OFF_VERSION, VERSION);
         store.set_slot(0, cols, rows, scrollback);
+        // The canaries' seeds start somewhere the program cannot guess (best effort).
+        let mut seed = [0u8; 8];
+        // SAFETY: writing at most 8 bytes into our own array.
+        unsafe { libc::getrandom(seed.as_mut_ptr().cast(), 8, libc::GRND_NONBLOCK) };
+        store.bytes_mut(OFF_ARM_SEED, 8).copy_from_slice(&seed);
         Ok(store)
     }
 
@@ -298,9 +419,23 @@ impl Store {
         store.seq = (commit >> 32) as u32;
         // A chunk the dead daemon read and had not logged: it comes after the log, once.
         let staged_len = (staged & 0xffff_ffff) as usize;
+        let mut chunk_len = 0;
         if staged >> 32 == commit >> 32 && staged_len > 0 && staged_len <= STAGE_BYTES {
-            let chunk = store.bytes(PAGE, staged_len).to_vec();
-            // Logged now, which also makes the staged copy stale.
+            chunk_len = staged_len;
+        }
+        // And what a `read` it had armed copied after it (the module's "The armed read"):
+        // an arm that is stale, or out of bounds, is ignored.
+        let arm = store.atomic_u64(OFF_ARM).load(Ordering::Acquire);
+        let seed = store.atomic_u64(OFF_ARM_SEED).load(Ordering::Acquire);
+        let (at, want) = (((arm >> 16) & 0xffff) as usize, (arm & 0xffff) as usize);
+        if arm >> 32 == commit >> 32 && at == chunk_len && want > 0 && at + want <= STAGE_BYTES {
+            let mut expect = vec![0u8; want];
+            canary(seed, &mut expect);
+            chunk_len += copied(store.bytes(PAGE + at, want), &expect);
+        }
+        if chunk_len > 0 {
+            let chunk = store.bytes(PAGE, chunk_len).to_vec();
+            // Logged now, which also makes the staged copy and the arm stale.
             store.output(&chunk);
             log.push(Record::Output(chunk));
         }
@@ -612,6 +747,143 @@ mod tests {
             saved.log,
             [Record::Resize(90, 20), Record::Output(b"x".to_vec())]
         );
+    }
+
+    /// A store with `logged` committed and `staged` staged, and a `read` of `want` bytes
+    /// armed after it that copied the first `copied` bytes of `data` (then the daemon died).
+    fn armed(staged: &[u8], want: usize, data: &[u8], copied: usize) -> Store {
+        let mut s = Store::create(80, 24, 0).unwrap();
+        s.output(b"logged ");
+        let staging = s.staging();
+        staging.begin();
+        let buf = unsafe { staging.buf() };
+        buf[..staged.len()].copy_from_slice(staged);
+        if !staged.is_empty() {
+            staging.staged(staged.len());
+        }
+        let at = staged.len();
+        staging.arm(&mut buf[at..at + want], at);
+        // The kernel's copy.
+        buf[at..at + copied].copy_from_slice(&data[..copied]);
+        s
+    }
+
+    fn outputs(saved: &Saved) -> Vec<Vec<u8>> {
+        saved
+            .log
+            .iter()
+            .filter_map(|r| match r {
+                Record::Output(b) => Some(b.clone()),
+                Record::Resize(..) => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_armed_read_that_copied_nothing_adds_nothing() {
+        for staged in [&b""[..], b"staged"] {
+            let s = armed(staged, 100, &[b'x'; 100], 0);
+            let (_, saved) = reopen(&s).unwrap();
+            let mut want = vec![b"logged ".to_vec()];
+            if !staged.is_empty() {
+                want.push(staged.to_vec());
+            }
+            assert_eq!(outputs(&saved), want);
+        }
+    }
+
+    #[test]
+    fn what_an_armed_read_copied_is_taken_once() {
+        let data: Vec<u8> = (0..4096u32).map(|i| (i % 251) as u8).collect();
+        for (staged, want) in [(&b""[..], 4096), (b"staged", 4096), (b"s", 1), (b"", 5)] {
+            let s = armed(staged, want, &data, want);
+            let (mut next, saved) = reopen(&s).unwrap();
+            let chunk = [staged, &data[..want]].concat();
+            assert_eq!(outputs(&saved), [b"logged ".to_vec(), chunk.clone()]);
+            // Logged by the second daemon: a third does not take it again.
+            let (_, again) = reopen(&next).unwrap();
+            assert_eq!(outputs(&again), [b"logged ".to_vec(), chunk.clone()]);
+            next.output(b" more");
+            let (_, again) = reopen(&next).unwrap();
+            assert_eq!(outputs(&again).len(), 3);
+        }
+    }
+
+    #[test]
+    fn a_copy_cut_short_is_taken_up_to_where_it_stopped() {
+        let data = vec![b'd'; 4096];
+        for k in [1, 64, 1000, 4088] {
+            let s = armed(b"staged", 4096, &data, k);
+            let (_, saved) = reopen(&s).unwrap();
+            let chunk = [&b"staged"[..], &data[..k]].concat();
+            assert_eq!(outputs(&saved), [b"logged ".to_vec(), chunk], "cut at {k}");
+        }
+        // Fewer than 8 canary bytes left: the whole region counts as copied.
+        let s = armed(b"", 4096, &data, 4090);
+        let (_, saved) = reopen(&s).unwrap();
+        assert_eq!(outputs(&saved)[1].len(), 4096);
+    }
+
+    #[test]
+    fn a_stale_arm_is_ignored() {
+        let data = vec![b'd'; 100];
+        // The read returned and was published: the staged length passed the arm.
+        let s = armed(b"staged", 100, &data, 100);
+        s.staging().staged(6 + 100);
+        let (_, saved) = reopen(&s).unwrap();
+        let chunk = [&b"staged"[..], &data[..]].concat();
+        assert_eq!(outputs(&saved), [b"logged ".to_vec(), chunk]);
+        // An output record was committed since (the chunk was logged): neither the staged
+        // bytes nor the armed ones are taken again.
+        let mut s = armed(b"staged", 100, &data, 100);
+        s.output(b"stagedddd");
+        let (_, saved) = reopen(&s).unwrap();
+        assert_eq!(
+            outputs(&saved),
+            [b"logged ".to_vec(), b"stagedddd".to_vec()]
+        );
+        // A new chunk began (nothing staged) after an arm at a later offset.
+        let s = armed(b"staged", 100, &data, 100);
+        s.staging().begin();
+        let (_, saved) = reopen(&s).unwrap();
+        assert_eq!(outputs(&saved), [b"logged ".to_vec()]);
+        // Disarmed, then killed before the new arm was published.
+        let s = armed(b"", 100, &data, 100);
+        poke(&s, OFF_ARM, &0u64.to_le_bytes());
+        let (_, saved) = reopen(&s).unwrap();
+        assert_eq!(outputs(&saved), [b"logged ".to_vec()]);
+    }
+
+    #[test]
+    fn a_hostile_arm_is_refused_without_a_panic() {
+        let data = vec![b'd'; 100];
+        let commit = |s: &Store| s.atomic_u64(OFF_SLOTS + D_COMMIT).load(Ordering::Acquire);
+        let words = |s: &Store| -> Vec<u64> {
+            let count = commit(s) & !0xffff_ffff;
+            vec![
+                count | (0xffff << 16) | 0xffff,
+                count | (0xffff << 16) | 2,
+                count | 0xffff,
+                count | (6 << 16) | 0xffff,
+                u64::MAX,
+                count | (6 << 16) | 0x1_0000,
+            ]
+        };
+        for i in 0..words(&Store::create(80, 24, 0).unwrap()).len() {
+            let s = armed(b"staged", 100, &data, 100);
+            let w = words(&s)[i];
+            poke(&s, OFF_ARM, &w.to_le_bytes());
+            let (_, saved) = reopen(&s).unwrap();
+            let out = outputs(&saved);
+            // Out of bounds (or not at the staged length): the staged bytes only.
+            assert_eq!(out, [b"logged ".to_vec(), b"staged".to_vec()], "{w:#x}");
+        }
+        // A bad seed: the region does not match its canary, so it counts as copied (the
+        // daemon that armed it never writes such a pair); bounded all the same.
+        let s = armed(b"staged", 100, &data, 0);
+        poke(&s, OFF_ARM_SEED, &7u64.to_le_bytes());
+        let (_, saved) = reopen(&s).unwrap();
+        assert_eq!(outputs(&saved)[1].len(), 106);
     }
 
     #[test]
