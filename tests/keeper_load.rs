@@ -186,7 +186,7 @@ fn fifty_live_sessions_survive_a_kill_9_and_take_input_after_it() {
     wait_for("keeper.pid", T, || read(&d.control.join("keeper.pid")));
     let go = d.path("go");
     let sid = |v: Value| v["session_id"].as_str().unwrap().to_string();
-    let shells: Vec<String> = (0..47)
+    let shells: Vec<String> = (0..46)
         .map(|i| {
             sid(d.create(json!({"command": "PS1='ready> ' exec sh -i", "title": format!("sh{i}")})))
         })
@@ -211,7 +211,31 @@ fn fifty_live_sessions_survive_a_kill_9_and_take_input_after_it() {
         "command": format!("while [ ! -e {} ]; do sleep 0.01; done; exit 7", go.display()),
         "title": "exits 7"
     })));
-    assert_eq!(shells.len() + 3, 50);
+    // A numbered line every millisecond, through the kill and the recovery.
+    let writer = sid(d.create(json!({
+        "command": "exec python3 -u -c 'import time, itertools\nfor i in itertools.count(1):\n    print(\"n\", i)\n    time.sleep(0.001)'",
+        "scrollback_lines": 100000, "title": "writer"
+    })));
+    assert_eq!(shells.len() + 4, 50);
+    let numbers = |id: &str| -> Vec<u64> {
+        d.ok_as(
+            READER,
+            "sessions.dump",
+            json!({"session_id": id, "scrollback": true}),
+        )["text"]
+            .as_str()
+            .unwrap()
+            .lines()
+            .filter_map(|l| l.strip_prefix("n ")?.trim().parse().ok())
+            .collect()
+    };
+    let snapshot = |id: &str| -> Value {
+        d.ok_as(
+            READER,
+            "sessions.snapshot",
+            json!({"session_id": id, "cells": true, "scrollback": true}),
+        )
+    };
     let screen = |id: &str| -> String {
         d.ok_as(READER, "sessions.dump", json!({"session_id": id}))["text"]
             .as_str()
@@ -229,11 +253,22 @@ fn fifty_live_sessions_survive_a_kill_9_and_take_input_after_it() {
     wait_for("the restarting program's first run", T, || {
         marker.exists().then_some(())
     });
-    let running: Vec<(&String, Value)> = shells
+    wait_for("the writer's first lines", T, || {
+        (numbers(&writer).len() > 100).then_some(())
+    });
+    // An acknowledged declaration on every session.
+    for (i, id) in shells.iter().chain([&pager, &writer]).enumerate() {
+        d.ok(
+            "sessions.set-metadata",
+            json!({"session_id": id, "key": "n", "value": i}),
+        );
+    }
+    let running: Vec<(&String, Value, Value)> = shells
         .iter()
         .chain([&pager])
-        .map(|id| (id, d.get(id)["pid"].clone()))
+        .map(|id| (id, d.get(id)["pid"].clone(), snapshot(id)))
         .collect();
+    let writer_pid = d.get(&writer)["pid"].clone();
     let first_run = d.get(&restarting)["pid"].clone();
 
     let old = d.pid();
@@ -245,11 +280,28 @@ fn fifty_live_sessions_survive_a_kill_9_and_take_input_after_it() {
         (d.call("sessions.list", json!({}))["ok"] == true).then_some(new)
     });
 
-    for (id, pid) in &running {
+    for (id, pid, screen) in &running {
         let v = d.get(id);
         assert_eq!(v["lifecycle"], "running", "{v}");
         assert_eq!(&v["pid"], pid, "{v}");
+        assert_eq!(&snapshot(id), screen, "the screen of {}", v["title"]);
     }
+    for (i, id) in shells.iter().chain([&pager, &writer]).enumerate() {
+        assert_eq!(d.get(id)["metadata"]["n"], i, "the declaration on {id}");
+    }
+    // The writer kept running through it: every number once, in order, from the first.
+    assert_eq!(d.get(&writer)["pid"], writer_pid);
+    let at_recovery = numbers(&writer).len() as u64;
+    wait_for("the writer to go on", T, || {
+        let seen = numbers(&writer);
+        (seen.len() as u64 > at_recovery + 200).then_some(seen)
+    });
+    let seen = numbers(&writer);
+    assert_eq!(
+        seen,
+        (1..=seen.len() as u64).collect::<Vec<_>>(),
+        "a gap or a duplicate in the writer's lines"
+    );
     wait_for("the exit while down", T, || {
         (d.get(&exiter)["lifecycle"] == "exited").then_some(())
     });
