@@ -227,20 +227,35 @@ fn connect(target: &Target) -> io::Result<UnixStream> {
 
 /// Try `attempt` until it gives a value (`Ok(Some)`), gives up (`Err`), or `limit` passes
 /// (`Ok(None)`); between tries, wait for something to be created, renamed into or changed in
-/// the control dir (inotify: a new daemon's socket or pid file), never on a timer. Watched
-/// first, tried second, so a change in between is not missed.
+/// the control dir (inotify: a new daemon's socket or pid file), never on a timer.
 fn wait_on_dir<T>(
     target: &Target,
+    limit: Duration,
+    attempt: impl FnMut() -> io::Result<Option<T>>,
+) -> io::Result<Option<T>> {
+    use nix::sys::inotify::AddWatchFlags;
+    wait_on_path(
+        &target.control_dir,
+        AddWatchFlags::IN_CREATE | AddWatchFlags::IN_MOVED_TO | AddWatchFlags::IN_ATTRIB,
+        limit,
+        attempt,
+    )
+}
+
+/// Try `attempt` until it gives a value (`Ok(Some)`), gives up (`Err`), or `limit` passes
+/// (`Ok(None)`); between tries, wait for an inotify event of `mask` on `path` (a directory
+/// reports its entries' events too), never on a timer. Watched first, tried second, so a
+/// change in between is not missed.
+pub fn wait_on_path<T>(
+    path: &Path,
+    mask: nix::sys::inotify::AddWatchFlags,
     limit: Duration,
     mut attempt: impl FnMut() -> io::Result<Option<T>>,
 ) -> io::Result<Option<T>> {
     use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-    use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
+    use nix::sys::inotify::{InitFlags, Inotify};
     let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC)?;
-    inotify.add_watch(
-        &target.control_dir,
-        AddWatchFlags::IN_CREATE | AddWatchFlags::IN_MOVED_TO | AddWatchFlags::IN_ATTRIB,
-    )?;
+    inotify.add_watch(path, mask)?;
     let deadline = Instant::now() + limit;
     loop {
         if let Some(value) = attempt()? {

@@ -23,7 +23,7 @@ use maxx_protocol::request::wire;
 use serde_json::Value;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How much of a transcript's end is read: the final answer is in the last records.
 pub const TAIL_MAX_BYTES: u64 = 4 * 1024 * 1024;
@@ -244,15 +244,38 @@ fn capture(a: &Adapter, arg: Option<&str>) -> Result<(String, String), Refusal> 
     }
     let at = (a.locate)(&p, &roots)?;
     let path = confine(&at.path, &roots)?;
-    let deadline = Instant::now() + FLUSH_WAIT;
-    let answer = loop {
-        match final_answer(a, &path, &at) {
-            Ok(answer) => break answer,
-            Err(why) if at.answer_expected && Instant::now() < deadline => {
-                let _ = why;
-                std::thread::sleep(Duration::from_millis(100));
+    if !at.answer_expected {
+        return final_answer(a, &path, &at)
+            .map(|answer| (session, truncate(answer, RESULT_MAX_BYTES)));
+    }
+    // The runtime may still be flushing the turn: read again whenever something in the
+    // transcript's directory is written, created or renamed into it, for up to FLUSH_WAIT.
+    use nix::sys::inotify::AddWatchFlags;
+    let dir = path.parent().unwrap_or(&path);
+    let mut last = None;
+    let found = crate::client::wait_on_path(
+        dir,
+        AddWatchFlags::IN_MODIFY
+            | AddWatchFlags::IN_CLOSE_WRITE
+            | AddWatchFlags::IN_CREATE
+            | AddWatchFlags::IN_MOVED_TO,
+        FLUSH_WAIT,
+        || match final_answer(a, &path, &at) {
+            Ok(answer) => Ok(Some(answer)),
+            Err(why) => {
+                last = Some(why);
+                Ok(None)
             }
-            Err(why) => return Err(why),
+        },
+    );
+    let answer = match found {
+        Ok(Some(answer)) => answer,
+        Ok(None) => return Err(last.expect("tried at least once")),
+        Err(e) => {
+            return Err(Refusal::new(format!(
+                "cannot watch {} for the transcript's last write: {e}",
+                dir.display()
+            )))
         }
     };
     Ok((session, truncate(answer, RESULT_MAX_BYTES)))
