@@ -287,13 +287,7 @@ fn ls(target: &Target, caller: &Option<String>, hosts: &[Host], a: LsArgs) -> i3
                 )
             );
         }
-        for m in &missing {
-            println!(
-                "== {} == unreachable: {}",
-                views::escape_controls(label(&m.host)),
-                views::escape_controls(&m.error.message)
-            );
-        }
+        print_unreachable(&missing);
     }
     finish(&missing, exit::OK)
 }
@@ -321,13 +315,7 @@ fn status(target: &Target, caller: &Option<String>, hosts: &[Host], json: bool) 
             println!("== {} ==", views::escape_controls(label(host)));
             print!("{}", views::render_status(s));
         }
-        for m in &missing {
-            println!(
-                "== {} == unreachable: {}",
-                views::escape_controls(label(&m.host)),
-                views::escape_controls(&m.error.message)
-            );
-        }
+        print_unreachable(&missing);
     }
     finish(&missing, exit::OK)
 }
@@ -568,6 +556,17 @@ fn refusal(host: &Host, line: &Value) -> Missing {
 }
 
 /// The line a merged stream prints when a host drops out.
+/// One `== host == unreachable: why` line per host that did not answer (human views).
+fn print_unreachable(missing: &[Missing]) {
+    for m in missing {
+        println!(
+            "== {} == unreachable: {}",
+            views::escape_controls(label(&m.host)),
+            views::escape_controls(&m.error.message)
+        );
+    }
+}
+
 fn unreachable_line(m: &Missing) -> Value {
     json!({"type": "unreachable", "host": host_value(&m.host), "code": m.error.code,
         "message": m.error.message})
