@@ -253,6 +253,15 @@ fn main() {
     if args.get(1).map(String::as_str) == Some("child-agent") && args.len() == 5 {
         fleet::child_agent(&args[2], &args[3], &args[4]);
     }
+    if args.get(1).map(String::as_str) == Some("gen-output") && args.len() == 4 {
+        // The throughput scenario's output file, for profiling the parse outside a PTY.
+        let size = args[3].parse().expect("gen-output FILE BYTES");
+        if let Err(e) = throughput::generate(std::path::Path::new(&args[2]), size) {
+            eprintln!("gen-output failed: {e}");
+            std::process::exit(1);
+        }
+        return;
+    }
     if args.get(1).map(String::as_str) == Some("diag-spawn") {
         let iters = args.get(2).and_then(|n| n.parse().ok()).unwrap_or(100);
         match diag::run(iters) {

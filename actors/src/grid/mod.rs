@@ -962,3 +962,44 @@ mod tests {
         assert_eq!(marks(&g, 0), "");
     }
 }
+
+/// `MAXX_FEED_FILE=/tmp/out100.txt cargo test --release -p maxx-actors --lib feed_speed --
+/// --ignored --nocapture`: the parse alone, outside a PTY (the file from `maxx-bench
+/// gen-output`), in the pump's 64 KiB slices.
+#[cfg(test)]
+#[test]
+#[ignore]
+fn feed_speed() {
+    let Ok(path) = std::env::var("MAXX_FEED_FILE") else {
+        return;
+    };
+    let bytes = std::fs::read(path).unwrap();
+    for _ in 0..2 {
+        let sb = std::env::var("MAXX_FEED_SB")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(maxx_protocol::limits::DEFAULT_SCROLLBACK_LINES);
+        let mut g = Grid::new(200, 50, sb);
+        let cpu = || {
+            let mut ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            // SAFETY: a valid timespec out-pointer.
+            unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+            ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
+        };
+        let t = cpu();
+        for chunk in bytes.chunks(64 * 1024) {
+            g.feed(chunk);
+        }
+        g.finish_feed();
+        let s = cpu() - t;
+        println!(
+            "fed {} MB in {s:.3} CPU-s = {:.1} MB/s; history {}",
+            bytes.len() / 1_000_000,
+            bytes.len() as f64 / 1e6 / s,
+            g.history()
+        );
+    }
+}
