@@ -310,8 +310,10 @@ impl Grid {
         w.var(history as u64);
         let cols = grid.columns();
         let blank = style_of(&Cell::default()).key();
+        let mut occupied = Vec::with_capacity(history + grid.screen_lines());
         for line in -(history as i32)..grid.screen_lines() as i32 {
             let row = &grid[Line(line)];
+            occupied.push(occupied_cells(row));
             let mut extras: Vec<(usize, &[char])> = Vec::new();
             // Blank cells at the end of a row (a space, no style, nothing combined: what a
             // fresh row holds) are not written: most rows are far shorter than the terminal.
@@ -356,6 +358,10 @@ impl Grid {
                     StandardCharset::SpecialCharacterAndLineDrawing => 1,
                 });
             }
+        }
+        // Last (a checkpoint of an older build ends before it): each row's occupied cells.
+        for n in occupied {
+            w.var(n as u64);
         }
         Some(w.0)
     }
@@ -597,11 +603,68 @@ impl Grid {
                 };
             }
         }
+        // Each row's occupied cells, if the checkpoint carries them (an older build's does
+        // not: its rows keep those they were written with).
+        if !r.0.is_empty() {
+            let grid = g.term.grid_mut();
+            for line in -(history as i32)..screen as i32 {
+                let occupied = r.upto(cols as u64)? as usize;
+                let row = &mut grid[Line(line)];
+                let cells: Vec<Cell> = (&*row).into_iter().cloned().collect();
+                *row = Row::from_vec(cells, occupied);
+            }
+        }
         if !r.0.is_empty() {
             return Err("bytes after the checkpoint");
         }
         g.set_preceding(preceding);
         Ok(g)
+    }
+}
+
+/// How many of `row`'s cells alacritty counts as occupied (its private `Row::occ`): a reset
+/// of the row with a template of the same background as its last cell clears only those, so
+/// cells past them keep what they held. Rows made wider after a clear have such cells (the
+/// cells added are not counted), and a restored row must count the same ones, or a later
+/// reset clears what the live one keeps. Read by resetting copies of the row.
+fn occupied_cells(row: &Row<Cell>) -> usize {
+    let n = row.len();
+    // A background no cell of the row has, on a cell appended past the occupied ones (which
+    // counts it as one more): a reset with it as the template then marks every cell in
+    // `0..occ + 1`.
+    let mut marker = Cell {
+        bg: Color::Spec(Rgb { r: 1, g: 2, b: 3 }),
+        ..Cell::default()
+    };
+    while row.into_iter().any(|c| c.bg == marker.bg) {
+        if let Color::Spec(rgb) = &mut marker.bg {
+            rgb.b = rgb.b.wrapping_add(1);
+            rgb.g = rgb.g.wrapping_add(u8::from(rgb.b == 0));
+        }
+    }
+    let mut probe = row.clone();
+    probe.append(&mut vec![marker.clone()]);
+    probe.reset(&marker);
+    let marked = (0..n)
+        .take_while(|&i| probe[Column(i)].bg == marker.bg)
+        .count();
+    if marked < n {
+        return marked.saturating_sub(1);
+    }
+    // `occ` is `n - 1` or `n`: whether the last cell is cleared by a reset with a default
+    // template after a default cell is added past it (which the reset does not count) tells.
+    let last = &row[Column(n - 1)];
+    if *last == Cell::default() {
+        // Cleared or not, it reads the same, then and after any change (a write counts it).
+        return n;
+    }
+    let mut probe = row.clone();
+    probe.grow(n + 1);
+    probe.reset(&Cell::default());
+    if probe[Column(n - 1)] == Cell::default() {
+        n
+    } else {
+        n - 1
     }
 }
 
@@ -719,5 +782,91 @@ mod tests {
             }
             assert_eq!(state(&a), state(&b), "probe {which}");
         }
+    }
+
+    /// Everything a read shows of a grid, styles included.
+    fn styled(g: &Grid) -> String {
+        let mut s = state(g);
+        s.push_str(&format!("{:?}\n", g.state().mode()));
+        for l in -(g.history() as i32)..g.rows() as i32 {
+            let mut cells = Vec::new();
+            g.styled_cells(l, 0, &mut cells);
+            for c in cells {
+                s.push_str(&format!("{}:{:?} ", c.col, c.style));
+            }
+            s.push('\n');
+        }
+        s
+    }
+
+    enum Step<'a> {
+        Out(&'a [u8]),
+        Resize(u16, u16),
+    }
+
+    fn apply(g: &mut Grid, s: &Step) {
+        match s {
+            Step::Out(b) => g.feed(b),
+            Step::Resize(c, r) => {
+                g.finish_feed();
+                g.resize(*c, *r);
+            }
+        }
+    }
+
+    /// `steps` through a grid, checkpointed and restored at every point between two steps,
+    /// the rest through both: the restored one reads as the live one.
+    fn restored_goes_on_alike(steps: &[Step]) {
+        for at in 0..=steps.len() {
+            let mut live = Grid::new(40, 5, 100);
+            for s in &steps[..at] {
+                apply(&mut live, s);
+            }
+            let Some(bytes) = live.checkpoint() else {
+                continue;
+            };
+            let mut restored = Grid::restore(&bytes, None).unwrap();
+            assert_eq!(styled(&restored), styled(&live), "restored at {at}");
+            for s in &steps[at..] {
+                apply(&mut live, s);
+                apply(&mut restored, s);
+            }
+            live.finish_feed();
+            restored.finish_feed();
+            assert_eq!(styled(&restored), styled(&live), "checkpoint at {at}");
+        }
+    }
+
+    /// A checkpoint of an older build (without the rows' occupied cells at its end) still
+    /// restores.
+    #[test]
+    fn a_checkpoint_without_the_occupied_cells_restores() {
+        let mut live = Grid::materialise(40, 5, 100, b"\x1b[42mgreen\x1b[0m\r\nplain");
+        let mut bytes = live.checkpoint().unwrap();
+        // Five rows of at most 40 cells: a byte each.
+        bytes.truncate(bytes.len() - 5);
+        let restored = Grid::restore(&bytes, None).unwrap();
+        assert_eq!(styled(&restored), styled(&live));
+        bytes.push(41);
+        assert!(Grid::restore(&bytes, None).is_err(), "a count past the row");
+    }
+
+    /// Rows a clear filled with a background colour, then made wider (the cells added are
+    /// past what alacritty counts as the row's occupied cells), then reset by inserted lines:
+    /// alacritty resets only the occupied cells, so the colour stays. The restored rows must
+    /// count the same occupied cells (found by `checkpoints_rebuild_the_screen_exactly_long`).
+    #[test]
+    fn rows_widened_after_a_coloured_clear_reset_alike() {
+        restored_goes_on_alike(&[
+            Step::Resize(2, 4),
+            Step::Out(b"\x1b[7;42m\x1b(0lqk\x1b(B\x1b(0lqk\x1b(B\x1b[?7l\x1bH"),
+            Step::Out(b"\x1b[2J"),
+            Step::Out(b"\x1b8\x1b[1;31m"),
+            Step::Out(b"\x1b]2;title\x07\x1b[K\x1b[?1049l"),
+            Step::Resize(3, 2),
+            Step::Out(b"\x1b[3gx\x1b[3b\x1b]2;title\x07\x1b[K"),
+            Step::Out(b"\x1b[K"),
+            Step::Out(b"\x1b[2L"),
+        ]);
     }
 }
