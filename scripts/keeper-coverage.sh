@@ -19,7 +19,7 @@ W
 chmod +x "$wrapper"
 export RUSTC_WRAPPER=$wrapper
 export LLVM_PROFILE_FILE=$out/prof/%p-%m.profraw
-exe() { sed -n "s/.*Executable $1 (\(.*\))/\1/p"; }
+exe() { sed -n "s|.*Executable $1 (\(.*\))|\1|p"; }
 unit=$(cargo test --bin maxx --no-run 2>&1 | exe 'unittests src/main.rs')
 main=$(cargo test --test main --no-run 2>&1 | exe 'tests/main.rs')
 "$unit" keeper

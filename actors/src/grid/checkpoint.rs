@@ -307,15 +307,18 @@ impl Grid {
             w.var(t as u64);
         }
         let mut styles = Styles::default();
+        let grid = self.term.grid_mut();
+        let mut scratch = Scratch::default();
+        let occupied: Vec<usize> = (-(grid.history_size() as i32)..grid.screen_lines() as i32)
+            .map(|line| occupied_cells(&mut grid[Line(line)], &mut scratch))
+            .collect();
         let grid = self.term.grid();
         let history = grid.history_size();
         w.var(history as u64);
         let cols = grid.columns();
         let blank = style_of(&Cell::default()).key();
-        let mut occupied = Vec::with_capacity(history + grid.screen_lines());
         for line in -(history as i32)..grid.screen_lines() as i32 {
             let row = &grid[Line(line)];
-            occupied.push(occupied_cells(row));
             let mut extras: Vec<(usize, &[char])> = Vec::new();
             // Blank cells at the end of a row (a space, no style, nothing combined: what a
             // fresh row holds) are not written: most rows are far shorter than the terminal.
@@ -682,13 +685,32 @@ impl Grid {
     }
 }
 
+/// Buffers [`occupied_cells`] reuses from row to row.
+#[derive(Default)]
+struct Scratch {
+    marker: Vec<Cell>,
+    saved: Vec<Cell>,
+}
+
 /// How many of `row`'s cells alacritty counts as occupied (its private `Row::occ`): a reset
 /// of the row with a template of the same background as its last cell clears only those, so
 /// cells past them keep what they held. Rows made wider after a clear have such cells (the
 /// cells added are not counted), and a restored row must count the same ones, or a later
-/// reset clears what the live one keeps. Read by resetting copies of the row.
-fn occupied_cells(row: &Row<Cell>) -> usize {
+/// reset clears what the live one keeps. Read by resetting the row (or a copy of it) and
+/// seeing which cells changed; the row is put back as it was, with the same count.
+/// `scratch`: buffers reused from row to row.
+fn occupied_cells(row: &mut Row<Cell>, scratch: &mut Scratch) -> usize {
     let n = row.len();
+    let blank = Cell::default();
+    // Cells past the last that is not blank; none when the last cell is not blank.
+    let written = (0..n)
+        .rev()
+        .find(|&i| row[Column(i)] != blank)
+        .map_or(0, |i| i + 1);
+    if written == 0 {
+        // Blank cells read the same cleared or not, then and after any change.
+        return 0;
+    }
     // A background no cell of the row has, on a cell appended past the occupied ones (which
     // counts it as one more): a reset with it as the template then marks every cell in
     // `0..occ + 1`.
@@ -696,32 +718,53 @@ fn occupied_cells(row: &Row<Cell>) -> usize {
         bg: Color::Spec(Rgb { r: 1, g: 2, b: 3 }),
         ..Cell::default()
     };
-    while row.into_iter().any(|c| c.bg == marker.bg) {
+    while (&*row).into_iter().any(|c| c.bg == marker.bg) {
         if let Color::Spec(rgb) = &mut marker.bg {
             rgb.b = rgb.b.wrapping_add(1);
             rgb.g = rgb.g.wrapping_add(u8::from(rgb.b == 0));
         }
     }
-    let mut probe = row.clone();
-    probe.append(&mut vec![marker.clone()]);
-    probe.reset(&marker);
-    let marked = (0..n)
-        .take_while(|&i| probe[Column(i)].bg == marker.bg)
-        .count();
+    let mut marked = |probe: &mut Row<Cell>| {
+        scratch.marker.push(marker.clone());
+        probe.append(&mut scratch.marker);
+        probe.reset(&marker);
+        (0..n)
+            .take_while(|&i| probe[Column(i)].bg == marker.bg)
+            .count()
+    };
+    if written < n {
+        // The last cell is blank: `occ` is read on the row itself, whose cells that are not
+        // blank are saved first and put back after (the blank ones are blank again).
+        let mut saved = std::mem::take(&mut scratch.saved);
+        saved.clear();
+        saved.extend((0..written).map(|i| row[Column(i)].clone()));
+        let marked = marked(row);
+        let mut cells = row.front_split_off(n + 1);
+        cells.truncate(n);
+        for (i, cell) in cells.iter_mut().enumerate().take(marked) {
+            *cell = saved.get(i).cloned().unwrap_or_default();
+        }
+        scratch.saved = saved;
+        // `occ` is `marked - 1`; where that is `n - 1` or `n`, the last cell (blank) reads
+        // the same cleared or not, then and after any change (a write counts it).
+        let occ = if marked < n {
+            marked.saturating_sub(1)
+        } else {
+            n
+        };
+        *row = Row::from_vec(cells, occ);
+        return occ;
+    }
+    let marked = marked(&mut row.clone());
     if marked < n {
         return marked.saturating_sub(1);
     }
-    // `occ` is `n - 1` or `n`: whether the last cell is cleared by a reset with a default
-    // template after a default cell is added past it (which the reset does not count) tells.
-    let last = &row[Column(n - 1)];
-    if *last == Cell::default() {
-        // Cleared or not, it reads the same, then and after any change (a write counts it).
-        return n;
-    }
+    // `occ` is `n - 1` or `n`: whether the last cell is cleared by a reset with a blank
+    // template after a blank cell is added past it (which the reset does not count) tells.
     let mut probe = row.clone();
     probe.grow(n + 1);
-    probe.reset(&Cell::default());
-    if probe[Column(n - 1)] == Cell::default() {
+    probe.reset(&blank);
+    if probe[Column(n - 1)] == blank {
         n
     } else {
         n - 1
