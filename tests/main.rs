@@ -17,6 +17,7 @@ mod hostile_waits;
 mod human;
 mod install;
 mod keeper;
+mod keeper_branches;
 mod keeper_load;
 mod keys;
 mod lifecycle;

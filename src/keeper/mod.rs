@@ -365,14 +365,31 @@ impl Keeper {
                         program.display(),
                         self.table.len()
                     ));
-                    match self.spawn_daemon(None, &program) {
+                    let mut upgraded = decision == Decision::Upgrade;
+                    let spawned = match self.spawn_daemon(None, &program) {
+                        // The build on disk cannot even be started (removed, not executable):
+                        // the keeper's own takes the sessions, as after one that exits.
+                        Err(e) if program != Path::new(OWN_BUILD) => {
+                            self.log(format!(
+                                "cannot start {} ({e}); starting the keeper's own build",
+                                program.display()
+                            ));
+                            self.program = PathBuf::from(OWN_BUILD);
+                            upgraded = false;
+                            self.spawn_daemon(None, Path::new(OWN_BUILD))
+                        }
+                        other => other,
+                    };
+                    match spawned {
                         Ok(daemon) => self.daemon = daemon,
+                        // Not provoked by a test: the keeper's own build (`/proc/self/exe`)
+                        // fails to start only when fork or the descriptors fail.
                         Err(e) => {
                             self.log(format!("cannot start a daemon ({e}); stopping"));
                             return self.finish(1);
                         }
                     }
-                    self.daemon.facts.upgraded = decision == Decision::Upgrade;
+                    self.daemon.facts.upgraded = upgraded;
                     self.hand_off();
                 }
             }

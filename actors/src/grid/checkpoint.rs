@@ -5,8 +5,9 @@
 //! Written only at a point of the stream where the parser is in its ground state (no escape
 //! sequence or UTF-8 character half read) and the primary screen is active. It holds every
 //! cell of the history and the screen (character, colours, attributes, underline colour,
-//! combining characters, the OSC 133 tag), both cursors (position, template, charsets,
-//! pending wrap), the modes, the tab stops and the active charset. The scroll region and
+//! combining characters, the OSC 133 tag), how many cells of each row alacritty counts as
+//! occupied, both cursors (position, template, charsets, pending wrap), the modes, the tab
+//! stops (the last column's included) and the active charset. The scroll region and
 //! the kitty keyboard stacks are the light pass's (`screen.rs`), which carries them in its own
 //! part of the checkpoint. Not carried (none is visible in a read): a program's own OSC 8
 //! links, colours it set with OSC 4/10/11/12, the title stack, and the alternate screen's
@@ -15,7 +16,7 @@
 //! The decoder treats its input as hostile: every count and size is bounded before anything
 //! is allocated, and anything out of place refuses the whole checkpoint.
 
-use super::{Grid, Region, INPUT_ID, PROMPT_ID};
+use super::{Grid, Region, Size, INPUT_ID, PROMPT_ID};
 use alacritty_terminal::grid::{Dimensions, Row};
 use alacritty_terminal::index::{Column, Line, Point};
 use alacritty_terminal::term::cell::{Cell, Flags};
@@ -269,6 +270,7 @@ impl Grid {
         }
         let preceding = self.probe_preceding();
         let tabs = self.probe_tabs();
+        let last_tab = self.probe_last_tab();
         let g1 = self.probe_charset();
         // The probes printed: a fresh parser (this is a ground point, so it is in the same
         // state) with the last printed character put back, as a restored grid gets it.
@@ -305,6 +307,11 @@ impl Grid {
             w.var(t as u64);
         }
         let mut styles = Styles::default();
+        let grid = self.term.grid_mut();
+        let mut scratch = Scratch::default();
+        let occupied: Vec<usize> = (-(grid.history_size() as i32)..grid.screen_lines() as i32)
+            .map(|line| occupied_cells(&mut grid[Line(line)], &mut scratch))
+            .collect();
         let grid = self.term.grid();
         let history = grid.history_size();
         w.var(history as u64);
@@ -357,6 +364,12 @@ impl Grid {
                 });
             }
         }
+        // Last (a checkpoint of an older build ends before them): each row's occupied cells,
+        // and whether the last column has a tab stop.
+        for n in occupied {
+            w.var(n as u64);
+        }
+        w.u8(last_tab as u8);
         Some(w.0)
     }
 
@@ -435,6 +448,55 @@ impl Grid {
         stops
     }
 
+    /// Whether the last column has a tab stop. A tab never stops there, so it is read one
+    /// column wider, on a blank screen swapped in for the probe (nothing reflows; the screen,
+    /// its cursors and the tab stops are as they were after): the scroll region, which a
+    /// resize resets, is read first (origin mode clamps the cursor to it) and set again.
+    fn probe_last_tab(&mut self) -> bool {
+        let cols = self.cols() as usize;
+        let rows = self.rows() as usize;
+        let blank = alacritty_terminal::grid::Grid::new(rows, cols, 0);
+        let saved = std::mem::replace(self.term.grid_mut(), blank);
+        let origin = self.term.mode().contains(TermMode::ORIGIN);
+        self.parser.advance(&mut self.term, b"\x1b[?6h\x1b[1;1H");
+        let top = self.term.grid().cursor.point.line.0 + 1;
+        self.parser.advance(&mut self.term, b"\x1b[9999;1H");
+        let bottom = self.term.grid().cursor.point.line.0 + 1;
+        if !origin {
+            self.parser.advance(&mut self.term, b"\x1b[?6l");
+        }
+        // A bottom clamped to the screen leaves a region of its last line, or none below it
+        // (the top clamped too): both read as the last line. A line feed there scrolls the
+        // first (clearing the line, on this blank screen) and not the second.
+        let last_line = rows as i32;
+        let mut top = top;
+        if top == last_line && bottom == last_line {
+            let grid = self.term.grid_mut();
+            grid.cursor.point = Point::new(Line(last_line - 1), Column(0));
+            grid[Line(last_line - 1)][Column(0)].c = 'x';
+            self.parser.advance(&mut self.term, b"\n");
+            if self.term.grid()[Line(last_line - 1)][Column(0)].c == 'x' {
+                top = last_line + 1;
+            }
+        }
+        self.term.resize(Size {
+            cols: cols + 1,
+            rows,
+        });
+        let grid = self.term.grid_mut();
+        grid.cursor.point = Point::new(Line(0), Column(cols - 2));
+        grid.cursor.input_needs_wrap = false;
+        self.parser.advance(&mut self.term, b"\t");
+        let stop = self.term.grid().cursor.point.column.0 == cols - 1;
+        self.term.resize(Size { cols, rows });
+        // Set with the bottom past the screen, clamped the same way (as `restore` does).
+        let bottom = bottom.max(top + 1);
+        self.parser
+            .advance(&mut self.term, format!("\x1b[{top};{bottom}r").as_bytes());
+        *self.term.grid_mut() = saved;
+        stop
+    }
+
     /// Whether G1 is the active charset (SO), read by printing `q` with G1 set to line
     /// drawing (this changes the parser's last printed character: see
     /// [`Grid::set_preceding`]).
@@ -499,10 +561,11 @@ impl Grid {
                 setup.extend_from_slice(set);
             }
         }
-        // Tab stops between the first and the last column. A tab never stops at either, so
-        // theirs cannot be read: the first never matters, the last only once the terminal is
-        // made wider. It is taken to be cleared if any default stop is (a program that sets
-        // its own stops clears them all first, `CSI 3 g`), else to be the default.
+        // Tab stops between the first and the last column. A tab never stops at either: the
+        // first never matters, the last only once the terminal is made wider, and it is read
+        // apart ([`Grid::probe_last_tab`], set at the end). A checkpoint of an older build
+        // lacks it: it is taken to be cleared if any default stop is (a program that sets its
+        // own stops clears them all first, `CSI 3 g`), else to be the default.
         let last = cols as usize - 1;
         let cleared = (8..last).step_by(8).any(|c| !tabs.contains(&c));
         if cleared && last.is_multiple_of(8) {
@@ -597,11 +660,114 @@ impl Grid {
                 };
             }
         }
+        // Each row's occupied cells and the last column's tab stop, if the checkpoint carries
+        // them (an older build's does not: its rows keep the cells they were written with, its
+        // last column the stop guessed above).
+        if !r.0.is_empty() {
+            let grid = g.term.grid_mut();
+            for line in -(history as i32)..screen as i32 {
+                let occupied = r.upto(cols as u64)? as usize;
+                let row = &mut grid[Line(line)];
+                let cells: Vec<Cell> = (&*row).into_iter().cloned().collect();
+                *row = Row::from_vec(cells, occupied);
+            }
+            let set: &str = if r.bool()? { "\x1bH" } else { "\x1b[g" };
+            let cursor = g.term.grid().cursor.clone();
+            g.parser
+                .advance(&mut g.term, format!("\x1b[1;{}H{set}", last + 1).as_bytes());
+            g.term.grid_mut().cursor = cursor;
+        }
         if !r.0.is_empty() {
             return Err("bytes after the checkpoint");
         }
         g.set_preceding(preceding);
         Ok(g)
+    }
+}
+
+/// Buffers [`occupied_cells`] reuses from row to row.
+#[derive(Default)]
+struct Scratch {
+    marker: Vec<Cell>,
+    saved: Vec<Cell>,
+}
+
+/// How many of `row`'s cells alacritty counts as occupied (its private `Row::occ`): a reset
+/// of the row with a template of the same background as its last cell clears only those, so
+/// cells past them keep what they held. Rows made wider after a clear have such cells (the
+/// cells added are not counted), and a restored row must count the same ones, or a later
+/// reset clears what the live one keeps. Read by resetting the row (or a copy of it) and
+/// seeing which cells changed; the row is put back as it was, with the same count.
+/// `scratch`: buffers reused from row to row.
+fn occupied_cells(row: &mut Row<Cell>, scratch: &mut Scratch) -> usize {
+    let n = row.len();
+    let blank = Cell::default();
+    // Cells past the last that is not blank; none when the last cell is not blank.
+    let written = (0..n)
+        .rev()
+        .find(|&i| row[Column(i)] != blank)
+        .map_or(0, |i| i + 1);
+    if written == 0 {
+        // Blank cells read the same cleared or not, then and after any change.
+        return 0;
+    }
+    // A background no cell of the row has, on a cell appended past the occupied ones (which
+    // counts it as one more): a reset with it as the template then marks every cell in
+    // `0..occ + 1`.
+    let mut marker = Cell {
+        bg: Color::Spec(Rgb { r: 1, g: 2, b: 3 }),
+        ..Cell::default()
+    };
+    while (&*row).into_iter().any(|c| c.bg == marker.bg) {
+        if let Color::Spec(rgb) = &mut marker.bg {
+            rgb.b = rgb.b.wrapping_add(1);
+            rgb.g = rgb.g.wrapping_add(u8::from(rgb.b == 0));
+        }
+    }
+    let mut marked = |probe: &mut Row<Cell>| {
+        scratch.marker.push(marker.clone());
+        probe.append(&mut scratch.marker);
+        probe.reset(&marker);
+        (0..n)
+            .take_while(|&i| probe[Column(i)].bg == marker.bg)
+            .count()
+    };
+    if written < n {
+        // The last cell is blank: `occ` is read on the row itself, whose cells that are not
+        // blank are saved first and put back after (the blank ones are blank again).
+        let mut saved = std::mem::take(&mut scratch.saved);
+        saved.clear();
+        saved.extend((0..written).map(|i| row[Column(i)].clone()));
+        let marked = marked(row);
+        let mut cells = row.front_split_off(n + 1);
+        cells.truncate(n);
+        for (i, cell) in cells.iter_mut().enumerate().take(marked) {
+            *cell = saved.get(i).cloned().unwrap_or_default();
+        }
+        scratch.saved = saved;
+        // `occ` is `marked - 1`; where that is `n - 1` or `n`, the last cell (blank) reads
+        // the same cleared or not, then and after any change (a write counts it).
+        let occ = if marked < n {
+            marked.saturating_sub(1)
+        } else {
+            n
+        };
+        *row = Row::from_vec(cells, occ);
+        return occ;
+    }
+    let marked = marked(&mut row.clone());
+    if marked < n {
+        return marked.saturating_sub(1);
+    }
+    // `occ` is `n - 1` or `n`: whether the last cell is cleared by a reset with a blank
+    // template after a blank cell is added past it (which the reset does not count) tells.
+    let mut probe = row.clone();
+    probe.grow(n + 1);
+    probe.reset(&blank);
+    if probe[Column(n - 1)] == blank {
+        n
+    } else {
+        n - 1
     }
 }
 
@@ -687,7 +853,7 @@ mod tests {
             b"\x1b[2J",
             b"\x1b[r",
         ];
-        for which in 0..4 {
+        for which in 0..5 {
             let mut a = Grid::new(40, 5, 100);
             let mut b = Grid::new(40, 5, 100);
             let mut run = |f: &mut dyn FnMut(&mut Grid)| {
@@ -715,9 +881,112 @@ mod tests {
                 1 => run(&mut |g| {
                     let _ = g.probe_charset();
                 }),
+                4 => run(&mut |g| {
+                    let _ = g.probe_last_tab();
+                }),
                 _ => run(&mut |_| {}),
             }
             assert_eq!(state(&a), state(&b), "probe {which}");
         }
+    }
+
+    /// Everything a read shows of a grid, styles included.
+    fn styled(g: &Grid) -> String {
+        let mut s = state(g);
+        s.push_str(&format!("{:?}\n", g.state().mode()));
+        for l in -(g.history() as i32)..g.rows() as i32 {
+            let mut cells = Vec::new();
+            g.styled_cells(l, 0, &mut cells);
+            for c in cells {
+                s.push_str(&format!("{}:{:?} ", c.col, c.style));
+            }
+            s.push('\n');
+        }
+        s
+    }
+
+    enum Step<'a> {
+        Out(&'a [u8]),
+        Resize(u16, u16),
+    }
+
+    fn apply(g: &mut Grid, s: &Step) {
+        match s {
+            Step::Out(b) => g.feed(b),
+            Step::Resize(c, r) => {
+                g.finish_feed();
+                g.resize(*c, *r);
+            }
+        }
+    }
+
+    /// `steps` through a grid, checkpointed and restored at every point between two steps,
+    /// the rest through both: the restored one reads as the live one.
+    fn restored_goes_on_alike(steps: &[Step]) {
+        for at in 0..=steps.len() {
+            let mut live = Grid::new(40, 5, 100);
+            for s in &steps[..at] {
+                apply(&mut live, s);
+            }
+            let Some(bytes) = live.checkpoint() else {
+                continue;
+            };
+            let mut restored = Grid::restore(&bytes, None).unwrap();
+            assert_eq!(styled(&restored), styled(&live), "restored at {at}");
+            for s in &steps[at..] {
+                apply(&mut live, s);
+                apply(&mut restored, s);
+            }
+            live.finish_feed();
+            restored.finish_feed();
+            assert_eq!(styled(&restored), styled(&live), "checkpoint at {at}");
+        }
+    }
+
+    /// A tab stop set at the last column, then the terminal made wider: a tab stops there
+    /// (found by `checkpoints_rebuild_the_screen_exactly_long`).
+    #[test]
+    fn a_tab_stop_at_the_last_column_survives_a_widening() {
+        restored_goes_on_alike(&[
+            Step::Resize(4, 1),
+            Step::Out(b"\x1b[3;7H\x1bH"),
+            Step::Out(b" a a aa  "),
+            Step::Out(b"\x1b[2;5r\x1b[?6h"),
+            Step::Resize(5, 1),
+            Step::Out(b"\t\x1b(0lqk\x1b(B"),
+        ]);
+    }
+
+    /// A checkpoint of an older build (without the rows' occupied cells at its end) still
+    /// restores.
+    #[test]
+    fn a_checkpoint_without_the_occupied_cells_restores() {
+        let mut live = Grid::materialise(40, 5, 100, b"\x1b[42mgreen\x1b[0m\r\nplain");
+        let mut bytes = live.checkpoint().unwrap();
+        // Five rows of at most 40 cells (a byte each) and the last column's tab stop.
+        bytes.truncate(bytes.len() - 6);
+        let restored = Grid::restore(&bytes, None).unwrap();
+        assert_eq!(styled(&restored), styled(&live));
+        bytes.push(41);
+        assert!(Grid::restore(&bytes, None).is_err(), "a count past the row");
+    }
+
+    /// Rows a clear filled with a background colour, then made wider (the cells added are
+    /// past what alacritty counts as the row's occupied cells), then reset by inserted lines:
+    /// alacritty resets only the occupied cells, so the colour stays. The restored rows must
+    /// count the same occupied cells (found by `checkpoints_rebuild_the_screen_exactly_long`).
+    #[test]
+    fn rows_widened_after_a_coloured_clear_reset_alike() {
+        restored_goes_on_alike(&[
+            Step::Resize(2, 4),
+            Step::Out(b"\x1b[7;42m\x1b(0lqk\x1b(B\x1b(0lqk\x1b(B\x1b[?7l\x1bH"),
+            Step::Out(b"\x1b[2J"),
+            Step::Out(b"\x1b8\x1b[1;31m"),
+            Step::Out(b"\x1b]2;title\x07\x1b[K\x1b[?1049l"),
+            Step::Resize(3, 2),
+            Step::Out(b"\x1b[3gx\x1b[3b\x1b]2;title\x07\x1b[K"),
+            Step::Out(b"\x1b[K"),
+            Step::Out(b"\x1b[2L"),
+        ]);
     }
 }
