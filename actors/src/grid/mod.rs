@@ -989,12 +989,28 @@ fn feed_speed() {
             unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
             ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
         };
+        let every: usize = std::env::var("MAXX_FEED_CKPT")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        let (mut ck_s, mut ck_n, mut ck_len, mut since) = (0.0, 0, 0, 0);
         let t = cpu();
         for chunk in bytes.chunks(64 * 1024) {
             g.feed(chunk);
+            since += chunk.len();
+            if every > 0 && since >= every {
+                since = 0;
+                let c = cpu();
+                ck_len = g.checkpoint().map_or(0, |b| b.len());
+                ck_s += cpu() - c;
+                ck_n += 1;
+            }
         }
         g.finish_feed();
         let s = cpu() - t;
+        if ck_n > 0 {
+            println!("{ck_n} checkpoints, {ck_s:.3} CPU-s, last {ck_len} bytes");
+        }
         println!(
             "fed {} MB in {s:.3} CPU-s = {:.1} MB/s; history {}",
             bytes.len() / 1_000_000,

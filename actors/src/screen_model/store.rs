@@ -91,7 +91,7 @@ pub const SLOT_BYTES: usize = 64 * 1024 * 1024;
 pub const FILE_BYTES: usize = SLOTS_AT + 2 * SLOT_BYTES;
 /// The longest log a slot holds. Past it the screen can no longer be rebuilt (the store says
 /// [`Store::lost`] and frees its pages) unless a checkpoint starts a new log first.
-pub const LOG_MAX: usize = 16 * 1024 * 1024;
+pub const LOG_MAX: usize = 32 * 1024 * 1024;
 /// Record header flag: a resize.
 const RESIZE: u32 = 1 << 31;
 
