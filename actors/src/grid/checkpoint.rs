@@ -206,12 +206,13 @@ struct Styles {
 }
 
 impl Styles {
-    fn put(&mut self, s: Style, w: &mut Writer) {
+    /// Write `s` as its index (and the style itself where it is new); the index.
+    fn put(&mut self, s: Style, w: &mut Writer) -> usize {
         let key = s.key();
         if let Some((k, i)) = self.last {
             if k == key {
                 w.var(i as u64);
-                return;
+                return i;
             }
         }
         let next = self.index.len();
@@ -221,6 +222,7 @@ impl Styles {
             put_style(w, &s);
         }
         self.last = Some((key, i));
+        i
     }
 }
 
@@ -316,7 +318,9 @@ impl Grid {
         let history = grid.history_size();
         w.var(history as u64);
         let cols = grid.columns();
-        let blank = style_of(&Cell::default()).key();
+        let default = Cell::default();
+        let blank = style_of(&default).key();
+        let mut plain: Option<(Color, Color, u16, usize)> = None;
         for line in -(history as i32)..grid.screen_lines() as i32 {
             let row = &grid[Line(line)];
             let mut extras: Vec<(usize, &[char])> = Vec::new();
@@ -326,13 +330,37 @@ impl Grid {
                 .rev()
                 .find(|&col| {
                     let cell = &row[Column(col)];
-                    cell.c != ' ' || cell.zerowidth().is_some() || style_of(cell).key() != blank
+                    if cell.extra.is_none() {
+                        // No combining characters, underline colour or tag: the style is
+                        // the colours and flags.
+                        cell.c != ' '
+                            || cell.fg != default.fg
+                            || cell.bg != default.bg
+                            || cell.flags.bits() & !SCANNED != 0
+                    } else {
+                        cell.c != ' ' || cell.zerowidth().is_some() || style_of(cell).key() != blank
+                    }
                 })
                 .map_or(0, |col| col + 1);
             w.var(len as u64);
             for col in 0..len {
                 let cell = &row[Column(col)];
-                styles.put(style_of(cell), &mut w);
+                let flags = cell.flags.bits() & !SCANNED;
+                // A run of cells with the colours and flags of the last plain one (no
+                // `extra`) writes that style's index again without building the style.
+                match plain {
+                    Some((fg, bg, f, i))
+                        if cell.extra.is_none() && cell.fg == fg && cell.bg == bg && flags == f =>
+                    {
+                        w.var(i as u64)
+                    }
+                    _ => {
+                        let i = styles.put(style_of(cell), &mut w);
+                        if cell.extra.is_none() {
+                            plain = Some((cell.fg, cell.bg, flags, i));
+                        }
+                    }
+                }
                 w.var(cell.c as u64);
                 if let Some(z) = cell.zerowidth() {
                     extras.push((col, z));
@@ -702,6 +730,29 @@ struct Scratch {
 fn occupied_cells(row: &mut Row<Cell>, scratch: &mut Scratch) -> usize {
     let n = row.len();
     let blank = Cell::default();
+    // The common case, read without touching the row. Past `occ` a row holds only cells a
+    // reset or a grow left there: blanks with the background of that reset (or the default).
+    // Where no blank of the row has another background, every cell past `occ` is a default
+    // blank, so `occ` is at least the count up to the last cell that is not one, and counting
+    // that is as good: a reset with the default background (the last cell's) leaves the
+    // default blanks in between as they are, one with another background marks every cell,
+    // and every other change of `occ` (a write, a shrink, a split, `append_front`, an append
+    // after `last_mut` counted the whole row) keeps the cells in between default blanks.
+    let mut written = 0;
+    let mut coloured_blank = false;
+    for (i, c) in row[..].iter().enumerate() {
+        let plain = c.fg == blank.fg && c.extra.is_none() && c.flags.bits() & !SCANNED == 0;
+        if c.c == ' ' && plain && c.bg != blank.bg {
+            coloured_blank = true;
+            break;
+        }
+        if !(c.c == ' ' && plain && c.flags.is_empty()) {
+            written = i + 1;
+        }
+    }
+    if !coloured_blank {
+        return written;
+    }
     // Cells past the last that is not blank; none when the last cell is not blank.
     let written = (0..n)
         .rev()
