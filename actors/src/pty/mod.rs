@@ -243,12 +243,12 @@ impl Pty {
                     closed: Default::default(),
                 });
                 kept = Some(shared.clone());
-                Lazy::Make(Box::new(MakeScreen {
+                Lazy::Make(MakeScreen {
                     kept: shared,
                     session_id: k.session_id,
                     token: k.token,
                     pid,
-                }))
+                })
             }
             None => Lazy::Ready,
         };
@@ -373,13 +373,21 @@ impl Pty {
                 }
             }),
         );
-        let staging = std::sync::OnceLock::new();
-        if let Some(s) = model.staging(generation) {
-            let _ = staging.set(s);
-        }
+        let screen = match (model.staging(generation), lazy) {
+            (None, Lazy::Ready) => None,
+            (staging, lazy) => {
+                let slot = ScreenSlot {
+                    staging: std::sync::OnceLock::new(),
+                    lazy: std::sync::Mutex::new(lazy),
+                };
+                if let Some(s) = staging {
+                    let _ = slot.staging.set(s);
+                }
+                Some(Box::new(slot))
+            }
+        };
         let output = Output {
-            staging,
-            lazy: std::sync::Mutex::new(lazy),
+            screen,
             model,
             generation,
             credits: Arc::new(Semaphore::new(READ_CREDITS)),
@@ -669,7 +677,7 @@ async fn read_chunk(io: &AsyncFd<OwnedFd>, output: &Output) -> Option<Drained> {
         }
         let (drained, closed) = SCRATCH.with(|scratch| {
             let mut scratch = scratch.borrow_mut();
-            let staging = output.staging.get();
+            let staging = output.staging();
             let buf: &mut [u8] = match staging {
                 Some(s) => {
                     s.begin();
@@ -746,9 +754,8 @@ async fn write_some(io: &AsyncFd<OwnedFd>, bytes: &[u8]) -> io::Result<usize> {
 enum Lazy {
     /// Nothing to make: the memory exists (`Output::staging`), or none is wanted (no keeper).
     Ready,
-    /// Make it at the first readiness, before the first `read` (boxed: an idle session's
-    /// pump stays small).
-    Make(Box<MakeScreen>),
+    /// Make it at the first readiness, before the first `read`.
+    Make(MakeScreen),
     /// Made and registered; no `read` before this packet was sent. Kept here while it is
     /// awaited, so a pump future dropped mid-wait (a `select!` taking another branch) finds
     /// it again.
@@ -772,6 +779,7 @@ impl MakeScreen {
     fn open(
         self,
         output: &Output,
+        slot: &ScreenSlot,
         master: std::os::fd::BorrowedFd<'_>,
     ) -> Option<oneshot::Receiver<()>> {
         let (staging, fd) = match output.model.open_screen(output.generation) {
@@ -791,7 +799,7 @@ impl MakeScreen {
         if *closed {
             return None;
         }
-        let _ = output.staging.set(staging);
+        let _ = slot.staging.set(staging);
         // The same surface and pid again: the keeper replaces its entry with this one (the
         // master, and now the memory), as any keeper build does.
         kept.keeper.register(
@@ -820,14 +828,21 @@ impl Drop for PutBack<'_> {
     }
 }
 
-/// Where the pump puts output.
-struct Output {
-    /// The read buffer in the session's screen memory, once it has one: a chunk read and
-    /// not drained yet survives the daemon there.
+/// The pump's side of the session's screen memory (boxed in [`Output`]: every session's
+/// pump task is allocated at its full size, and these do not fit its size class).
+struct ScreenSlot {
+    /// The read buffer in the screen memory, once it has one: a chunk read and not drained
+    /// yet survives the daemon there.
     staging: std::sync::OnceLock<Staging>,
     /// Whether the screen memory must still be made (or its registration awaited) before
     /// the next `read`.
     lazy: std::sync::Mutex<Lazy>,
+}
+
+/// Where the pump puts output.
+struct Output {
+    /// `None`: no screen memory, now or later (no keeper).
+    screen: Option<Box<ScreenSlot>>,
     model: Arc<ScreenModel>,
     generation: u64,
     /// Bounds forwarded chunks the session actor has not processed yet.
@@ -838,22 +853,25 @@ impl Output {
     /// Output is waiting: make sure the screen memory exists and the keeper has it before
     /// anything is read (see [`Pty::spawn`]). Cancel-safe.
     async fn screen_ready(&self, master: std::os::fd::BorrowedFd<'_>) {
+        let Some(slot) = self.screen.as_deref() else {
+            return;
+        };
         loop {
             let state = std::mem::replace(
-                &mut *self.lazy.lock().unwrap_or_else(|e| e.into_inner()),
+                &mut *slot.lazy.lock().unwrap_or_else(|e| e.into_inner()),
                 Lazy::Ready,
             );
             match state {
                 Lazy::Ready => return,
-                Lazy::Make(make) => match make.open(self, master) {
+                Lazy::Make(make) => match make.open(self, slot, master) {
                     Some(rx) => {
-                        *self.lazy.lock().unwrap_or_else(|e| e.into_inner()) = Lazy::Sending(rx)
+                        *slot.lazy.lock().unwrap_or_else(|e| e.into_inner()) = Lazy::Sending(rx)
                     }
                     None => return,
                 },
                 Lazy::Sending(rx) => {
                     let mut wait = PutBack {
-                        slot: &self.lazy,
+                        slot: &slot.lazy,
                         rx: Some(rx),
                     };
                     if let Some(rx) = wait.rx.as_mut() {
@@ -867,20 +885,29 @@ impl Output {
         }
     }
 
+    /// The read buffer in the screen memory, if there is one.
+    fn staging(&self) -> Option<&Staging> {
+        self.screen.as_deref().and_then(|s| s.staging.get())
+    }
+
     /// Whether a `read` may go ahead without [`Output::screen_ready`].
     fn ready(&self) -> bool {
-        matches!(
-            *self.lazy.lock().unwrap_or_else(|e| e.into_inner()),
-            Lazy::Ready
-        )
+        self.screen.as_deref().is_none_or(|s| {
+            matches!(
+                *s.lazy.lock().unwrap_or_else(|e| e.into_inner()),
+                Lazy::Ready
+            )
+        })
     }
 
     /// Whether the screen memory's registration is being awaited.
     fn sending(&self) -> bool {
-        matches!(
-            *self.lazy.lock().unwrap_or_else(|e| e.into_inner()),
-            Lazy::Sending(_)
-        )
+        self.screen.as_deref().is_some_and(|s| {
+            matches!(
+                *s.lazy.lock().unwrap_or_else(|e| e.into_inner()),
+                Lazy::Sending(_)
+            )
+        })
     }
 
     /// Drain one chunk into the model (light pass, answers, ring).
