@@ -158,6 +158,15 @@ impl Keeper {
         }
     }
 
+    /// Resolves once everything queued before it has been handed to the kernel (`sendmsg`
+    /// returned: the keeper gets those packets and their descriptors even if this daemon
+    /// dies now), or once the link is gone (nothing will be sent, so waiting is pointless).
+    pub fn flushed(&self) -> oneshot::Receiver<()> {
+        let (done, rx) = oneshot::channel();
+        let _ = self.tx.send(Outgoing::Flushed(done));
+        rx
+    }
+
     /// The surface is gone: the keeper drops its master (and ends the group if it is the
     /// child's parent).
     pub fn close(&self, surface_id: &str) {

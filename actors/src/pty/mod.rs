@@ -128,6 +128,19 @@ enum Parent {
 struct Kept {
     keeper: Keeper,
     surface_id: String,
+    /// Set once the surface is closed, under the lock, so a registration of the screen
+    /// memory by the pump (which shares this, see [`Keep`]) never follows the `Close`.
+    closed: std::sync::Mutex<bool>,
+}
+
+/// What a spawn needs to have the keeper hold its master (so the program outlives a daemon
+/// crash) and, from the first output on, its screen memory.
+pub struct Keep {
+    pub keeper: Keeper,
+    pub session_id: String,
+    pub surface_id: String,
+    /// The surface's registration secret (the keeper hands it to the next daemon).
+    pub token: String,
 }
 
 /// Resolves when the child has exited: `None` for the daemon's own child (read the status
@@ -151,7 +164,7 @@ pub struct Pty {
     pid: u32,
     parent: Parent,
     /// Set once the keeper holds this master: told when the surface goes.
-    kept: Option<Kept>,
+    kept: Option<Arc<Kept>>,
     /// The child is `/bin/sh -c COMMAND`, which dash forks rather than execs: the command's
     /// own process (say the interactive shell it started) is the child's child.
     wrapped: bool,
@@ -166,10 +179,19 @@ impl Pty {
     /// Open a PTY, spawn the child in it and start the pump, which drains output into
     /// `model` (as surface `generation`) and reports to `sink`. `sink` returns false once
     /// nobody listens, which ends the pump.
+    ///
+    /// `keep`: the keeper is handed a duplicate of the master now (queued on the link, not
+    /// waited for), and the surface's screen memory once there is output to put in it: at
+    /// the first readiness the pump makes the memory, registers the master again with it
+    /// and reads nothing until that packet was sent (what the program writes meanwhile
+    /// waits in the kernel's PTY buffer). So no output is ever read that a daemon killed
+    /// at that instant would leave outside both the kernel and the keeper's memory, and a
+    /// spawn costs no memory map, no page and no descriptor for a screen until it prints.
     pub fn spawn<F>(
         spec: SpawnSpec,
         model: Arc<ScreenModel>,
         generation: u64,
+        keep: Option<Keep>,
         sink: F,
     ) -> io::Result<Pty>
     where
@@ -204,6 +226,32 @@ impl Pty {
             let _ = pidfd.readable().await;
             None
         });
+        let mut kept = None;
+        let lazy = match keep {
+            Some(k) => {
+                k.keeper.register(
+                    &k.session_id,
+                    &k.surface_id,
+                    pid,
+                    &k.token,
+                    master.fd().as_fd(),
+                    None,
+                );
+                let shared = Arc::new(Kept {
+                    keeper: k.keeper,
+                    surface_id: k.surface_id,
+                    closed: Default::default(),
+                });
+                kept = Some(shared.clone());
+                Lazy::Make(MakeScreen {
+                    kept: shared,
+                    session_id: k.session_id,
+                    token: k.token,
+                    pid,
+                })
+            }
+            None => Lazy::Ready,
+        };
         let mut pty = Pty::start(
             master,
             pid,
@@ -212,9 +260,11 @@ impl Pty {
             gone,
             model,
             generation,
+            lazy,
             sink,
         )?;
         pty.group = Some(group);
+        pty.kept = kept;
         Ok(pty)
     }
 
@@ -261,8 +311,22 @@ impl Pty {
         };
         let master = Master::new(master);
         let parent = Parent::Keeper(slot);
-        let mut pty = Pty::start(master, pid, wrapped, parent, gone, model, generation, sink)?;
-        pty.kept = Some(Kept { keeper, surface_id });
+        let mut pty = Pty::start(
+            master,
+            pid,
+            wrapped,
+            parent,
+            gone,
+            model,
+            generation,
+            Lazy::Ready,
+            sink,
+        )?;
+        pty.kept = Some(Arc::new(Kept {
+            keeper,
+            surface_id,
+            closed: Default::default(),
+        }));
         Ok(pty)
     }
 
@@ -277,6 +341,7 @@ impl Pty {
         gone: ChildGone,
         model: Arc<ScreenModel>,
         generation: u64,
+        lazy: Lazy,
         sink: F,
     ) -> io::Result<Pty>
     where
@@ -308,8 +373,21 @@ impl Pty {
                 }
             }),
         );
+        let screen = match (model.staging(generation), lazy) {
+            (None, Lazy::Ready) => None,
+            (staging, lazy) => {
+                let slot = ScreenSlot {
+                    staging: std::sync::OnceLock::new(),
+                    lazy: std::sync::Mutex::new(lazy),
+                };
+                if let Some(s) = staging {
+                    let _ = slot.staging.set(s);
+                }
+                Some(Box::new(slot))
+            }
+        };
         let output = Output {
-            staging: model.staging(generation),
+            screen,
             model,
             generation,
             credits: Arc::new(Semaphore::new(READ_CREDITS)),
@@ -355,10 +433,11 @@ impl Pty {
             self.master.fd().as_fd(),
             screen.as_ref().map(AsFd::as_fd),
         );
-        self.kept = Some(Kept {
+        self.kept = Some(Arc::new(Kept {
             keeper,
             surface_id: surface_id.to_string(),
-        });
+            closed: Default::default(),
+        }));
     }
 
     /// The child's pid.
@@ -471,11 +550,11 @@ impl Drop for Pty {
         // it ends the group of a child it is the parent of.
         let keeper_ends_it = match (&self.kept, &self.parent) {
             (Some(kept), Parent::Keeper(_)) => {
-                kept.keeper.close(&kept.surface_id);
+                kept.close();
                 kept.keeper.connected()
             }
             (Some(kept), Parent::Daemon) => {
-                kept.keeper.close(&kept.surface_id);
+                kept.close();
                 false
             }
             (None, _) => false,
@@ -488,6 +567,15 @@ impl Drop for Pty {
             }
             Parent::Keeper(_) => {}
         }
+    }
+}
+
+impl Kept {
+    /// Tell the keeper the surface is gone; after this the pump registers nothing more.
+    fn close(&self) {
+        let mut closed = self.closed.lock().unwrap_or_else(|e| e.into_inner());
+        *closed = true;
+        self.keeper.close(&self.surface_id);
     }
 }
 
@@ -583,9 +671,13 @@ fn read_once(
 async fn read_chunk(io: &AsyncFd<OwnedFd>, output: &Output) -> Option<Drained> {
     loop {
         let mut guard = io.readable().await.ok()?;
+        if !output.ready() {
+            // Boxed: its state is not carried by every idle session's pump.
+            Box::pin(output.screen_ready(io.get_ref().as_fd())).await;
+        }
         let (drained, closed) = SCRATCH.with(|scratch| {
             let mut scratch = scratch.borrow_mut();
-            let staging = output.staging.as_ref();
+            let staging = output.staging();
             let buf: &mut [u8] = match staging {
                 Some(s) => {
                     s.begin();
@@ -658,11 +750,99 @@ async fn write_some(io: &AsyncFd<OwnedFd>, bytes: &[u8]) -> io::Result<usize> {
     }
 }
 
+/// The screen memory a spawned surface gets at its first output (see [`Pty::spawn`]).
+enum Lazy {
+    /// Nothing to make: the memory exists (`Output::staging`), or none is wanted (no keeper).
+    Ready,
+    /// Make it at the first readiness, before the first `read`.
+    Make(MakeScreen),
+    /// Made and registered; no `read` before this packet was sent. Kept here while it is
+    /// awaited, so a pump future dropped mid-wait (a `select!` taking another branch) finds
+    /// it again.
+    Sending(oneshot::Receiver<()>),
+}
+
+/// What the pump needs to register the screen memory with the master.
+struct MakeScreen {
+    /// The keeper and the surface, shared with the `Pty` (which closes it).
+    kept: Arc<Kept>,
+    session_id: String,
+    token: String,
+    pid: u32,
+}
+
+impl MakeScreen {
+    /// Make the screen memory and register it with the master: the packet is queued on the
+    /// link, the receiver resolves once it was sent. `None`: nothing to wait for (no memory
+    /// could be made — this surface's screen then does not survive a crash, as without a
+    /// keeper — or the surface is already closed).
+    fn open(
+        self,
+        output: &Output,
+        slot: &ScreenSlot,
+        master: std::os::fd::BorrowedFd<'_>,
+    ) -> Option<oneshot::Receiver<()>> {
+        let (staging, fd) = match output.model.open_screen(output.generation) {
+            Ok(Some(made)) => made,
+            Ok(None) => return None,
+            Err(e) => {
+                tracing::warn!(
+                    session_id = %self.session_id,
+                    error = %e,
+                    "no screen memory for this surface; its screen will not survive a daemon crash"
+                );
+                return None;
+            }
+        };
+        let kept = &self.kept;
+        let closed = kept.closed.lock().unwrap_or_else(|e| e.into_inner());
+        if *closed {
+            return None;
+        }
+        let _ = slot.staging.set(staging);
+        // The same surface and pid again: the keeper replaces its entry with this one (the
+        // master, and now the memory), as any keeper build does.
+        kept.keeper.register(
+            &self.session_id,
+            &kept.surface_id,
+            self.pid,
+            &self.token,
+            master,
+            Some(fd.as_fd()),
+        );
+        Some(kept.keeper.flushed())
+    }
+}
+
+/// Puts a registration still being awaited back, if the wait is dropped.
+struct PutBack<'a> {
+    slot: &'a std::sync::Mutex<Lazy>,
+    rx: Option<oneshot::Receiver<()>>,
+}
+
+impl Drop for PutBack<'_> {
+    fn drop(&mut self) {
+        if let Some(rx) = self.rx.take() {
+            *self.slot.lock().unwrap_or_else(|e| e.into_inner()) = Lazy::Sending(rx);
+        }
+    }
+}
+
+/// The pump's side of the session's screen memory (boxed in [`Output`]: every session's
+/// pump task is allocated at its full size, and these do not fit its size class).
+struct ScreenSlot {
+    /// The read buffer in the screen memory, once it has one: a chunk read and not drained
+    /// yet survives the daemon there.
+    staging: std::sync::OnceLock<Staging>,
+    /// Whether the screen memory must still be made (or its registration awaited) before
+    /// the next `read`.
+    lazy: std::sync::Mutex<Lazy>,
+}
+
 /// Where the pump puts output.
 struct Output {
-    /// The read buffer in the session's screen memory, if it has one: a chunk read and
-    /// not drained yet survives the daemon there.
-    staging: Option<Staging>,
+    /// `None`: no screen memory, now or later (no keeper).
+    screen: Option<Box<ScreenSlot>>,
     model: Arc<ScreenModel>,
     generation: u64,
     /// Bounds forwarded chunks the session actor has not processed yet.
@@ -670,6 +850,66 @@ struct Output {
 }
 
 impl Output {
+    /// Output is waiting: make sure the screen memory exists and the keeper has it before
+    /// anything is read (see [`Pty::spawn`]). Cancel-safe.
+    async fn screen_ready(&self, master: std::os::fd::BorrowedFd<'_>) {
+        let Some(slot) = self.screen.as_deref() else {
+            return;
+        };
+        loop {
+            let state = std::mem::replace(
+                &mut *slot.lazy.lock().unwrap_or_else(|e| e.into_inner()),
+                Lazy::Ready,
+            );
+            match state {
+                Lazy::Ready => return,
+                Lazy::Make(make) => match make.open(self, slot, master) {
+                    Some(rx) => {
+                        *slot.lazy.lock().unwrap_or_else(|e| e.into_inner()) = Lazy::Sending(rx)
+                    }
+                    None => return,
+                },
+                Lazy::Sending(rx) => {
+                    let mut wait = PutBack {
+                        slot: &slot.lazy,
+                        rx: Some(rx),
+                    };
+                    if let Some(rx) = wait.rx.as_mut() {
+                        // An error: the link task is gone, nothing will be sent.
+                        let _ = rx.await;
+                    }
+                    wait.rx = None;
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The read buffer in the screen memory, if there is one.
+    fn staging(&self) -> Option<&Staging> {
+        self.screen.as_deref().and_then(|s| s.staging.get())
+    }
+
+    /// Whether a `read` may go ahead without [`Output::screen_ready`].
+    fn ready(&self) -> bool {
+        self.screen.as_deref().is_none_or(|s| {
+            matches!(
+                *s.lazy.lock().unwrap_or_else(|e| e.into_inner()),
+                Lazy::Ready
+            )
+        })
+    }
+
+    /// Whether the screen memory's registration is being awaited.
+    fn sending(&self) -> bool {
+        self.screen.as_deref().is_some_and(|s| {
+            matches!(
+                *s.lazy.lock().unwrap_or_else(|e| e.into_inner()),
+                Lazy::Sending(_)
+            )
+        })
+    }
+
     /// Drain one chunk into the model (light pass, answers, ring).
     fn drain(&self, bytes: &[u8]) -> Drained {
         self.model.drain(self.generation, bytes)
@@ -746,12 +986,18 @@ async fn pump<F>(
                     if !read_open || blocked {
                         break;
                     }
+                    // The first output may have just made the screen memory: its
+                    // registration is a local hop away, and what is waiting counts.
+                    if output.sending() {
+                        Box::pin(output.screen_ready(io.get_ref().as_fd())).await;
+                    }
                     let chunk = tokio::select! {
                         biased;
                         chunk = read_chunk(&io, &output) => Some(chunk),
                         _ = std::future::ready(()) => None,
                     };
                     match chunk {
+                        None if output.sending() => continue,
                         None => break,
                         Some(Some(drained)) => {
                             blocked = drained.full;
@@ -812,6 +1058,7 @@ mod tests {
     use super::*;
     use nix::sys::wait::waitpid;
     use portable_pty::MasterPty;
+    use std::os::fd::IntoRawFd;
 
     /// A pump `read` killed before it could publish what it got (SIGKILL takes effect on the
     /// return from the syscall, which leaves exactly this state): a real PTY, a real process
@@ -896,6 +1143,103 @@ mod tests {
                 libc::close(slave);
             }
         }
+    }
+
+    /// The keeper's end of a link: the packets a daemon sent, with their descriptors.
+    async fn from_daemon(
+        keeper: &AsyncFd<OwnedFd>,
+    ) -> (maxx_protocol::keeper::ToKeeper, Vec<OwnedFd>) {
+        let mut buf = [0u8; maxx_protocol::keeper::MESSAGE_MAX];
+        loop {
+            let mut guard = keeper.readable().await.unwrap();
+            let got =
+                guard.try_io(|fd| crate::keeper_link::packet::recv(fd.get_ref().as_fd(), &mut buf));
+            if let Ok(got) = got {
+                let got = got.unwrap().expect("the link is open");
+                let msg = maxx_protocol::keeper::ToKeeper::decode(&buf[..got.len]).unwrap();
+                return (msg, got.fds);
+            }
+        }
+    }
+
+    /// A spawn registers the master with the keeper at once and makes no screen memory; the
+    /// first output makes it, registers it with the master again, and is logged in it —
+    /// a program that prints nothing never gets one.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_screen_memory_is_made_and_registered_at_the_first_output() {
+        use crate::screen_model::store::{Record, Store};
+        use maxx_protocol::keeper::{FromKeeper, ToKeeper};
+        let (mine, theirs) = crate::keeper_link::packet::pair().unwrap();
+        let end = FromKeeper::HandoffEnd {
+            count: 0,
+            daemons_before: 0,
+        };
+        crate::keeper_link::packet::send(mine.as_fd(), &end.encode().unwrap(), &[]).unwrap();
+        let (keeper, _) = crate::keeper_link::Keeper::connect(theirs.into_raw_fd())
+            .await
+            .unwrap();
+        let link = register(mine).unwrap();
+        let dir = std::env::temp_dir();
+        let go = dir.join(format!("maxx-lazy-screen-{}", std::process::id()));
+        let _ = std::fs::remove_file(&go);
+        let cmd = format!(
+            "while [ ! -e {0} ]; do sleep 0.01; done; rm {0}; printf '\\033]2;T\\007first-output'; exec sleep 5",
+            go.display()
+        );
+        let model = ScreenModel::new(Box::new(|_| {}));
+        let generation = model.reset(80, 24, 100);
+        let (drained, mut was_drained) = mpsc::unbounded_channel();
+        let pty = Pty::spawn(
+            spec(&cmd, "/"),
+            model.clone(),
+            generation,
+            Some(Keep {
+                keeper: keeper.clone(),
+                session_id: "S".into(),
+                surface_id: "F".into(),
+                token: "0".repeat(32),
+            }),
+            // A title is announced once its chunk was drained, which logged it.
+            move |event| {
+                if let PumpEvent::Screen(_) = event {
+                    let _ = drained.send(());
+                }
+                true
+            },
+        )
+        .unwrap();
+        let (msg, fds) = from_daemon(&link).await;
+        assert!(
+            matches!(&msg, ToKeeper::Register { surface_id, pid, .. } if surface_id == "F" && *pid == pty.pid()),
+            "{msg:?}"
+        );
+        assert_eq!(fds.len(), 1, "the master only");
+        assert!(
+            model.screen_fd().is_none(),
+            "no screen memory before any output"
+        );
+        std::fs::write(&go, b"").unwrap();
+        let (msg, fds) = from_daemon(&link).await;
+        assert!(
+            matches!(&msg, ToKeeper::Register { surface_id, .. } if surface_id == "F"),
+            "{msg:?}"
+        );
+        assert_eq!(fds.len(), 2, "the master and the screen memory");
+        let mut fds = fds.into_iter();
+        let _master = fds.next();
+        let screen = fds.next().unwrap();
+        tokio::time::timeout(std::time::Duration::from_secs(10), was_drained.recv())
+            .await
+            .expect("the output is drained");
+        let (_, saved) = Store::open(screen).unwrap();
+        assert_eq!((saved.cols, saved.rows, saved.scrollback), (80, 24, 100));
+        assert_eq!(
+            saved.log,
+            [Record::Output(b"\x1b]2;T\x07first-output".to_vec())]
+        );
+        drop(pty);
+        let (msg, _) = from_daemon(&link).await;
+        assert!(matches!(msg, ToKeeper::Close { .. }), "{msg:?}");
     }
 
     fn tty() -> (Box<dyn MasterPty + Send>, PathBuf) {

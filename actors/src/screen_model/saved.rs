@@ -20,6 +20,28 @@ impl ScreenModel {
         }
     }
 
+    /// Make surface `generation`'s screen memory now, at its first output (a spawn makes
+    /// none: a session that never prints costs no memory and no descriptor for it): a fresh
+    /// store for the terminal as it is now, its size after any resize so far, which is
+    /// exact because nothing was read yet. The pump's read buffer in it and a descriptor
+    /// for the keeper. `Ok(None)`: not this surface any more, or it already has one, or
+    /// output was already taken in without one (a store made now would miss it).
+    pub fn open_screen(
+        &self,
+        generation: u64,
+    ) -> std::io::Result<Option<(store::Staging, std::os::fd::OwnedFd)>> {
+        let mut d = lock(&self.drain);
+        if d.generation != generation || d.store.is_some() || d.ring.total() != 0 {
+            return Ok(None);
+        }
+        let (cols, rows) = d.size;
+        let store = Store::create(cols, rows, d.scrollback)?;
+        let fd = store.fd().try_clone_to_owned()?;
+        let staging = store.staging();
+        d.store = Some(store);
+        Ok(Some((staging, fd)))
+    }
+
     /// A descriptor of the screen memory, for the keeper.
     pub fn screen_fd(&self) -> Option<std::os::fd::OwnedFd> {
         let d = lock(&self.drain);

@@ -10,7 +10,7 @@ use super::{
 use crate::audit_log::AuditLog;
 use crate::bus::BusMsg;
 use crate::persistence::{PersistMsg, Record};
-use crate::pty::{ExitInfo, Pty, SpawnSpec};
+use crate::pty::{ExitInfo, Keep, Pty, SpawnSpec};
 use crate::registry::RegistryMsg;
 use crate::screen_model::store::Store;
 use crate::stats::Stats;
@@ -401,18 +401,15 @@ impl SessionState {
         let generation = self
             .model
             .reset(self.view.cols, self.view.rows, self.scrollback_lines);
-        if spawn.keeper.is_some() {
-            // The screen's memory, which the keeper holds too: logged into from the first
-            // byte, so a daemon that dies leaves the next one this screen.
-            match Store::create(self.view.cols, self.view.rows, self.scrollback_lines) {
-                Ok(store) => self.model.keep_screen(generation, store),
-                Err(e) => tracing::warn!(
-                    session_id = %self.view.session_id,
-                    error = %e,
-                    "no screen memory for this surface; its screen will not survive a daemon crash"
-                ),
-            }
-        }
+        // The keeper holds the master from the spawn on, and the screen's memory from the
+        // first output on (made by the pump before it reads a byte: see `Pty::spawn`), so a
+        // daemon that dies leaves the next one this program and this screen.
+        let keep = spawn.keeper.clone().map(|keeper| Keep {
+            keeper,
+            session_id: self.view.session_id.clone(),
+            surface_id: surface_id.clone(),
+            token: registration_token.clone(),
+        });
         let pty = Pty::spawn(
             SpawnSpec {
                 command: self.view.command.clone(),
@@ -423,18 +420,9 @@ impl SessionState {
             },
             self.model.clone(),
             generation,
+            keep,
             move |event| me.cast(SessionMsg::Pump(event)).is_ok(),
         )?;
-        let mut pty = pty;
-        if let Some(keeper) = &self.spawn.keeper {
-            pty.keep(
-                keeper.clone(),
-                &self.view.session_id,
-                &surface_id,
-                &registration_token,
-                self.model.screen_fd(),
-            );
-        }
         self.view.surface_id = surface_id;
         self.view.pid = Some(pty.pid());
         self.registration_token = registration_token;
