@@ -273,7 +273,15 @@ fn packets_the_keeper_cannot_decode_are_refused_and_logged_once() {
     let d = Detached::start();
     let (id, pid) = d.create();
     let old = d.daemon_pid().unwrap();
-    d.replace_binary("#!/bin/sh\nprintf garbage >&4\nprintf more >&4\nexit 1\n");
+    // It exits only once the keeper has read the packets (its log says so, 10 s at most):
+    // a keeper that sees the exit first would otherwise drop them unread.
+    let log = d.control.join("daemon.log");
+    d.replace_binary(&format!(
+        "#!/bin/sh\nprintf garbage >&4\nprintf more >&4\ni=0\n\
+         while ! grep -q 'refused a malformed packet' '{}' && [ $i -lt 1000 ]; do\n\
+         i=$((i+1)); sleep 0.01; done\nexit 1\n",
+        log.display()
+    ));
     signal(d.keeper, libc::SIGUSR2);
     let new = d.wait_new_daemon(old);
     let log = d.wait_log("did not start; starting the keeper's own");
