@@ -309,19 +309,19 @@ impl Grid {
             w.var(t as u64);
         }
         let mut styles = Styles::default();
-        let grid = self.term.grid_mut();
         let mut scratch = Scratch::default();
-        let occupied: Vec<usize> = (-(grid.history_size() as i32)..grid.screen_lines() as i32)
-            .map(|line| occupied_cells(&mut grid[Line(line)], &mut scratch))
-            .collect();
-        let grid = self.term.grid();
+        let grid = self.term.grid_mut();
         let history = grid.history_size();
+        let mut occupied = Vec::with_capacity(history + grid.screen_lines());
         w.var(history as u64);
         let cols = grid.columns();
         let default = Cell::default();
         let blank = style_of(&default).key();
         let mut plain: Option<(Color, Color, u16, usize)> = None;
         for line in -(history as i32)..grid.screen_lines() as i32 {
+            // One pass over the rows: each row's occupied cells are read just before it is
+            // written (the row is then in cache), and written after all the rows.
+            occupied.push(occupied_cells(&mut grid[Line(line)], &mut scratch));
             let row = &grid[Line(line)];
             let mut extras: Vec<(usize, &[char])> = Vec::new();
             // Blank cells at the end of a row (a space, no style, nothing combined: what a
