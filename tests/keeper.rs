@@ -376,6 +376,28 @@ fn repeated_crashes_are_recovered_each_time() {
     assert_eq!(d.get(&fresh)["lifecycle"], "running");
 }
 
+/// An acknowledged create survives a kill -9 sent the instant its answer arrives: the
+/// answer waits until the keeper has the new master, not only the journal the record.
+#[test]
+fn a_create_acknowledged_is_kept_by_a_kill_9_the_moment_after() {
+    let d = Daemon::start();
+    for round in 0..3 {
+        let daemon = d.pid();
+        let view = d.create(json!({"command": "exec sleep 600"}));
+        // SAFETY: signalling the daemon our keeper started.
+        unsafe { libc::kill(daemon as i32, libc::SIGKILL) };
+        wait_for("a new daemon to answer", T, || {
+            let pid = d
+                .daemon_pid()
+                .filter(|p| *p != daemon && process_alive(*p))?;
+            (d.call("sessions.list", json!({}))["ok"] == true).then_some(pid)
+        });
+        let s = d.get(&sid(&view));
+        assert_eq!(s["lifecycle"], "running", "round {round}: {s}");
+        assert_eq!(s["pid"], view["pid"], "round {round}: {s}");
+    }
+}
+
 #[test]
 fn a_crash_of_keeper_and_daemon_restores_records_detached_as_before() {
     let mut d = Daemon::start();

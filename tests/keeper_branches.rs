@@ -71,6 +71,54 @@ fn a_keeper_that_cannot_start_says_why_and_exits_1() {
     }
 }
 
+/// `maxx daemon --detach` whose keeper cannot set up its first daemon: under an open-files
+/// limit of 11 the readiness pipe's copy lands at 10 and the daemon's end of the link finds
+/// nothing free at 10 or above. The keeper reports it on the readiness pipe, and the command
+/// prints the error and exits 1; nothing serves.
+#[test]
+fn a_detached_keeper_that_cannot_start_reports_on_the_readiness_pipe() {
+    use std::os::unix::process::CommandExt;
+    let tmp = tempfile::Builder::new().prefix("maxx-t").tempdir().unwrap();
+    let mut cmd = Command::new("prlimit");
+    cmd.arg("--nofile=11:11")
+        .arg("--")
+        .arg(maxx_bin())
+        .args(["daemon", "--detach"])
+        .env("MAXX_CONTROL_DIR", tmp.path().join("ctl"))
+        .env("HOME", tmp.path())
+        .stdin(Stdio::null());
+    // Nothing inherited past stderr (a harness may leak descriptors): the numbers the keeper
+    // gets are then exactly the ones counted above.
+    // SAFETY: close_range only marks descriptors close-on-exec; async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::syscall(
+                libc::SYS_close_range,
+                3u32,
+                u32::MAX,
+                libc::CLOSE_RANGE_CLOEXEC,
+            );
+            Ok(())
+        });
+    }
+    let out = cmd.output().expect("run prlimit");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with('{'))
+        .unwrap_or_else(|| panic!("no error object in {text}"));
+    let err: Value = serde_json::from_str(line).unwrap();
+    assert_eq!(err["error"]["code"], "internal", "{err}");
+    let message = err["error"]["message"].as_str().unwrap();
+    assert!(message.starts_with("the keeper could not start: "), "{err}");
+    assert!(!tmp.path().join("ctl/keeper.pid").exists());
+}
+
 /// The keeper lifts its open-files soft limit to the hard one (it holds a master per
 /// session).
 #[test]
@@ -361,4 +409,76 @@ fn a_second_keeper_on_a_live_control_dir_leaves_the_first_ones_pid_file() {
         first.to_string()
     );
     assert_eq!(d.call("sessions.list", json!({}))["ok"], true);
+}
+
+/// `N` sessions, then an upgrade to a build on disk that does not read its link until told
+/// to: the keeper's handover (N survivors and the end marker) overflows the link's queue (a
+/// socketpair holds about 200 packets) and waits. Returns the sessions, the old daemon's
+/// pid, the waiting script's pid and the file that lets it go on to the real build.
+fn handover_waiting_on_a_full_link(
+    d: &Detached,
+    n: usize,
+) -> (Vec<(String, u32)>, u32, u32, PathBuf) {
+    let sessions: Vec<(String, u32)> = (0..n).map(|_| d.create()).collect();
+    let old = d.daemon_pid().unwrap();
+    // The real build under another name (the same file: the script replaces only the name
+    // `bin/maxx`). The script starts it once told to (10 s at most).
+    let bin = d.tmp.path().join("bin");
+    std::fs::hard_link(bin.join("maxx"), bin.join("real")).unwrap();
+    let (started, go) = (d.tmp.path().join("started"), d.tmp.path().join("go"));
+    d.replace_binary(&format!(
+        "#!/bin/sh\necho $$ > '{}.tmp'; mv '{0}.tmp' '{0}'\ni=0\n\
+         while [ ! -e '{}' ] && [ $i -lt 1000 ]; do\n\
+         i=$((i+1)); sleep 0.01; done\nexec '{}' \"$@\"\n",
+        started.display(),
+        go.display(),
+        bin.join("real").display()
+    ));
+    signal(d.keeper, libc::SIGUSR2);
+    let script = wait_for("the next daemon's script to start", T, || {
+        read(&started)?.trim().parse().ok()
+    });
+    let log = d.wait_log("handover packets wait for it to read");
+    assert!(
+        log.contains(&format!("of {} handover packets", n + 1)),
+        "{log}"
+    );
+    (sessions, old, script, go)
+}
+
+fn assert_all_running(d: &Detached, sessions: &[(String, u32)]) {
+    let list = d.call("sessions.list", json!({}));
+    let listed = list["result"]["sessions"].as_array().unwrap();
+    assert_eq!(listed.len(), sessions.len(), "{list}");
+    for (id, pid) in sessions {
+        let s = d.get(id);
+        assert_eq!(s["lifecycle"], "running", "{s}");
+        assert_eq!(s["pid"], *pid, "{s}");
+    }
+}
+
+/// A handover larger than the link's queue to a daemon that does not read yet: the keeper
+/// says so, waits until the link is writable (POLLOUT) and sends the rest then. Every
+/// session arrives, with its pid.
+#[test]
+fn a_handover_larger_than_the_links_queue_is_sent_as_the_daemon_reads() {
+    let d = Detached::start();
+    let (sessions, old, _, go) = handover_waiting_on_a_full_link(&d, 500);
+    std::fs::write(&go, "").unwrap();
+    d.wait_new_daemon(old);
+    assert_all_running(&d, &sessions);
+    assert!(!d.log().contains("did not start"), "{}", d.log());
+}
+
+/// The upgraded build dies while the keeper still waits to hand it sessions: the packets
+/// it never read are dropped (sending them fails), and the keeper's own build gets every
+/// session in a fresh handover.
+#[test]
+fn an_upgraded_build_that_dies_mid_handover_gives_way_to_the_keepers_own() {
+    let d = Detached::start();
+    let (sessions, old, script, _) = handover_waiting_on_a_full_link(&d, 500);
+    signal(script, libc::SIGKILL);
+    d.wait_new_daemon(old);
+    d.wait_log("the upgraded build did not start; starting the keeper's own");
+    assert_all_running(&d, &sessions);
 }

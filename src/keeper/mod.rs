@@ -552,7 +552,17 @@ impl Keeper {
         for (msg, fds) in self.table.handoff(&RealOs, self.daemons - 1) {
             self.queue(msg, fds);
         }
+        let total = self.daemon.outbox.len();
         self.flush();
+        // The rest goes as the daemon reads (POLLOUT): said, because a daemon that never
+        // reads leaves them here.
+        let waiting = self.daemon.outbox.len();
+        if waiting > 0 {
+            self.log(format!(
+                "the link to the daemon (pid {}) is full: {waiting} of {total} handover packets wait for it to read",
+                self.daemon.pid
+            ));
+        }
     }
 
     fn queue(&mut self, msg: FromKeeper, fds: Vec<OwnedFd>) {

@@ -357,6 +357,7 @@ impl SessionState {
             next_id: 0,
             env,
             journaled: false,
+            keeper_sent: None,
             retire_on_start,
             handled: 0,
             registry,
@@ -423,6 +424,7 @@ impl SessionState {
             keep,
             move |event| me.cast(SessionMsg::Pump(event)).is_ok(),
         )?;
+        self.keeper_sent = spawn.keeper.as_ref().map(|k| k.flushed());
         self.view.surface_id = surface_id;
         self.view.pid = Some(pty.pid());
         self.registration_token = registration_token;

@@ -345,6 +345,10 @@ pub struct SessionState {
     /// The message being handled sent something to the journal: its acknowledgement must
     /// say whether that reached the disk.
     journaled: bool,
+    /// A surface was spawned and its master queued for the keeper: resolves once that
+    /// packet is with the kernel. The next acknowledgement waits for it too, so an `ok` for
+    /// a create or a restart means the session survives a kill -9 of the daemon from then on.
+    keeper_sent: Option<tokio::sync::oneshot::Receiver<()>>,
     /// Restored or recovered: retire as soon as started (a woken actor first serves the
     /// request that woke it).
     retire_on_start: bool,

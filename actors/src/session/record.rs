@@ -16,6 +16,9 @@ use maxx_protocol::time::now_rfc3339;
 use ractor::RpcReplyPort;
 use serde_json::{Map, Value};
 
+/// How long an acknowledgement waits for the keeper to have a new surface's master.
+const KEEPER_SENT_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 impl SessionState {
     /// Answer a mutating request once everything it changed is in the journal, so an
     /// acknowledged mutation survives a crash of the daemon. If what it changed could not be
@@ -27,12 +30,38 @@ impl SessionState {
         value: Result<T, ErrorBody>,
     ) {
         let journaled = std::mem::take(&mut self.journaled);
+        let keeper_sent = self.keeper_sent.take();
+        let runtime = tokio::runtime::Handle::current();
         let send = Box::new(move |durable: Result<(), ErrorBody>| {
             let value = match (value, durable) {
                 (Ok(_), Err(e)) if journaled => Err(e),
                 (value, _) => value,
             };
-            let _ = reply.send(value);
+            let mut pending = keeper_sent;
+            // Sent long before the journal's write returned, nearly always.
+            if let Some(sent) = pending.as_mut() {
+                use tokio::sync::oneshot::error::TryRecvError;
+                if !matches!(sent.try_recv(), Err(TryRecvError::Empty)) {
+                    pending = None;
+                }
+            }
+            match pending {
+                Some(sent) => {
+                    runtime.spawn(async move {
+                        // Bounded: a keeper that stopped reading must not hold answers.
+                        if tokio::time::timeout(KEEPER_SENT_WAIT, sent).await.is_err() {
+                            tracing::warn!(
+                                "the keeper has not taken a new session's master within 5 s; \
+                                 answering anyway: that session may not survive a daemon crash"
+                            );
+                        }
+                        let _ = reply.send(value);
+                    });
+                }
+                _ => {
+                    let _ = reply.send(value);
+                }
+            }
         });
         if let Err(ractor::MessagingErr::SendErr(PersistMsg::Ack(send))) =
             self.persist.cast(PersistMsg::Ack(send))
