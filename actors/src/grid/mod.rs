@@ -288,6 +288,10 @@ static OSC_FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
 static RIS_FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
     std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\x1bc"));
 
+/// Bytes [`Grid::feed_scanning`] parses before it takes the rows they scrolled: about two
+/// hundred rows of typical output, which stay in the cache until then.
+const SCAN_PIECE: usize = 16 * 1024;
+
 /// A materialised screen.
 pub struct Grid {
     term: Term<alacritty_terminal::event::VoidListener>,
@@ -307,6 +311,12 @@ pub struct Grid {
     /// Output parsed since the pending-pattern matcher last looked (it looks again at most
     /// this far behind while output keeps coming).
     unscanned_bytes: usize,
+    /// The rows that scrolled into history since the matcher last looked, their text taken
+    /// by [`Grid::feed_scanning`] just after they scrolled (see there).
+    scrolled: Vec<Row>,
+    /// More scrolled than `scrolled` may hold, or the mark was lost: the matcher's next
+    /// look takes the whole history, as [`Grid::take_unscanned`] says.
+    scrolled_all: bool,
 }
 
 impl Grid {
@@ -334,6 +344,8 @@ impl Grid {
             fed: 0,
             scrollback,
             unscanned_bytes: 0,
+            scrolled: Vec::new(),
+            scrolled_all: false,
         }
     }
 
@@ -386,6 +398,49 @@ impl Grid {
         self.unscanned_bytes += bytes.len();
     }
 
+    /// [`Grid::feed`] while patterns are pending: in pieces, taking the text of the rows each
+    /// piece scrolled into history right after it, while they are still in the cache. A
+    /// look at a flood's scrolled rows a few milliseconds later read each row's cells back
+    /// from memory: a fifth of the grid worker's time with a text wait pending (measured).
+    pub fn feed_scanning(&mut self, bytes: &[u8]) {
+        for piece in bytes.chunks(SCAN_PIECE) {
+            self.feed(piece);
+            if self.scrolled_all {
+                continue;
+            }
+            let n = self.count_scrolled();
+            let history = self.history();
+            if n > 0 && (n >= history || self.scrolled.len() + n > self.scrollback) {
+                // The mark is gone (or the rows would not all fit): the next look reads the
+                // whole history, once, rather than every piece doing so.
+                self.scrolled_all = true;
+                self.scrolled = Vec::new();
+                continue;
+            }
+            for line in -(n as i32)..0 {
+                let row = self.row(line);
+                self.scrolled.push(row);
+            }
+        }
+    }
+
+    /// The rows that scrolled into history since the last call (or [`Grid::take_unscanned`]),
+    /// oldest first: those [`Grid::feed_scanning`] kept and those scrolled since.
+    pub fn take_scrolled(&mut self) -> Vec<Row> {
+        self.unscanned_bytes = 0;
+        let all = std::mem::take(&mut self.scrolled_all);
+        let mut rows = std::mem::take(&mut self.scrolled);
+        let n = self.count_scrolled();
+        let n = if all { self.history() } else { n };
+        if all {
+            rows.clear();
+        }
+        for line in -(n as i32)..0 {
+            rows.push(self.row(line));
+        }
+        rows
+    }
+
     /// Release what a synchronized-update block (DEC 2026) holds back: a read wants it all.
     pub fn finish_feed(&mut self) {
         self.parser.stop_sync(&mut self.term);
@@ -405,6 +460,13 @@ impl Grid {
     /// feeds, wraps, `CSI S`, index.
     pub fn take_unscanned(&mut self) -> usize {
         self.unscanned_bytes = 0;
+        self.scrolled = Vec::new();
+        self.scrolled_all = false;
+        self.count_scrolled()
+    }
+
+    /// The count and mark of [`Grid::take_unscanned`], alone.
+    fn count_scrolled(&mut self) -> usize {
         let history = self.history();
         let grid = self.term.grid_mut();
         let marked = |grid: &alacritty_terminal::grid::Grid<Cell>, n: usize| {
@@ -698,6 +760,30 @@ mod tests {
         let mut cells = Vec::new();
         g.styled_cells(-1, 0, &mut cells);
         assert!(cells.is_empty());
+    }
+
+    #[test]
+    fn rows_taken_while_feeding_are_the_rows_that_scrolled() {
+        // Several pieces per feed; with a long history every row is kept as it scrolls,
+        // with a short one the rows overflow the buffer and the look takes all history.
+        let mut out = String::new();
+        for i in 0..3000 {
+            out.push_str(&format!("line {i} {}\r\n", "x".repeat(i % 70)));
+        }
+        for scrollback in [10_000, 100] {
+            let mut scanning = Grid::new(80, 10, scrollback);
+            let mut plain = Grid::new(80, 10, scrollback);
+            let (mut taken, mut expected) = (Vec::new(), Vec::new());
+            for part in out.as_bytes().chunks(50_000) {
+                scanning.feed_scanning(part);
+                taken.extend(scanning.take_scrolled().into_iter().map(|r| r.text));
+                plain.feed(part);
+                let n = plain.take_unscanned().min(plain.history()) as i32;
+                expected.extend((-n..0).map(|l| plain.row(l).text));
+            }
+            assert!(expected.len() > 10, "{scrollback}: {}", expected.len());
+            assert_eq!(taken, expected, "scrollback {scrollback}");
+        }
     }
 
     #[test]

@@ -501,7 +501,7 @@ impl ScreenModel {
         if slice.is_empty() {
             return false;
         }
-        feed_guarded(grid, &slice);
+        feed_guarded(grid, &slice, self.watched.load(Ordering::Acquire));
         let mut d = lock(&self.drain);
         let was_full = d.ring.full();
         d.ring.consume_to(grid.fed());
@@ -660,8 +660,8 @@ impl ScreenModel {
         let mut guard = lock(&self.grid);
         let Some(grid) = guard.as_mut() else { return };
         grid.finish_feed();
-        let back = grid.take_unscanned();
-        let rows = recent_rows(grid, back);
+        let mut rows = grid.take_scrolled();
+        rows.extend((0..grid.rows() as i32).map(|line| grid.row(line)));
         drop(guard);
         // Match without holding the watches' lock (the session actor sets them).
         let watches = lock(&self.watches).clone();
@@ -690,8 +690,14 @@ impl ScreenModel {
 /// Feed `bytes` to `grid`; a panic inside the terminal emulator (a bug there, never the
 /// program's fault) replaces the grid with a blank one at the same point of the stream
 /// instead of taking the session down with it.
-fn feed_guarded(grid: &mut Grid, bytes: &[u8]) {
-    let fed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| grid.feed(bytes)));
+fn feed_guarded(grid: &mut Grid, bytes: &[u8], watched: bool) {
+    let fed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        if watched {
+            grid.feed_scanning(bytes)
+        } else {
+            grid.feed(bytes)
+        }
+    }));
     if fed.is_err() {
         tracing::error!("the terminal emulator panicked on output; the screen starts blank");
         let mut blank = grid.blank_like();
