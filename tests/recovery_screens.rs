@@ -222,3 +222,33 @@ fn a_daemon_killed_mid_flood_leaves_a_screen_fed_the_whole_stream() {
 
 const FLOOD_LINES: u64 = 95_000;
 const LINE_TAIL: &str = "..................................................";
+
+/// The daemon's screen memories (`memfd:maxx-screen`), counted from its descriptors.
+fn screen_memories(d: &Daemon) -> usize {
+    let fds = format!("/proc/{}/fd", d.pid());
+    std::fs::read_dir(fds)
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter(|target| target.to_string_lossy().contains("memfd:maxx-screen"))
+        .count()
+}
+
+/// A screen memory is made at a surface's first output, and a program that exits having
+/// printed nothing never makes one: its hang-up is not output (1,000 silent members exiting
+/// at once each made, mapped and registered one before their exits could be reported).
+#[test]
+fn a_program_that_exits_having_printed_nothing_makes_no_screen_memory() {
+    let d = Daemon::start();
+    let silent: Vec<String> = (0..3)
+        .map(|_| sid(&d.create(json!({"command": "exec sleep 0.2", "focus": false}))))
+        .collect();
+    let talking = sid(&d.create(json!({"command": "echo said-something; exec sleep 0.2"})));
+    for id in silent.iter().chain([&talking]) {
+        wait_for("the exit", T, || {
+            (d.get(id)["lifecycle"] == "exited").then_some(())
+        });
+    }
+    assert!(text(&d, &talking).contains("said-something"));
+    // The one that printed has its memory (the count can see one); the silent ones none.
+    assert_eq!(screen_memories(&d), 1);
+}

@@ -672,6 +672,15 @@ async fn read_chunk(io: &AsyncFd<OwnedFd>, output: &Output) -> Option<Drained> {
     loop {
         let mut guard = io.readable().await.ok()?;
         if !output.ready() {
+            if guard.ready().is_read_closed() && pending_input(io.get_ref().as_fd()) == 0 {
+                // The slave side hung up with nothing to read: no screen memory for that (the
+                // read would answer EIO). A program that printed nothing makes none at its
+                // exit — 1,000 exiting at once made 1,000 memfds, mapped them and waited for
+                // the keeper to have each before their exits could be reported. Nothing can
+                // be missed: no one is left to write, and the kernel's poll that said
+                // "hung up" first moved what was in flight into the queue counted here.
+                return None;
+            }
             // Boxed: its state is not carried by every idle session's pump.
             Box::pin(output.screen_ready(io.get_ref().as_fd())).await;
         }
@@ -722,6 +731,17 @@ async fn read_chunk(io: &AsyncFd<OwnedFd>, output: &Output) -> Option<Drained> {
             return None;
         }
     }
+}
+
+/// Bytes waiting in the master's input queue (`FIONREAD`); unknown counts as some.
+fn pending_input(fd: std::os::fd::BorrowedFd<'_>) -> usize {
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int through the pointer, which outlives the call.
+    let r = unsafe { libc::ioctl(fd.as_raw_fd(), libc::FIONREAD, &mut n) };
+    if r < 0 {
+        return usize::MAX;
+    }
+    n.max(0) as usize
 }
 
 /// Write as much of `bytes` as the master takes now. Returns bytes written.
