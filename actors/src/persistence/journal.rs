@@ -155,7 +155,9 @@ impl PersistState {
         let path = self.dir.path().join(JOURNAL_FILE);
         if self.journal.is_none() {
             let f = open_journal(&path, OpenOptions::new().create(true).append(true))?;
-            self.journal_bytes = f.metadata()?.len();
+            let meta = f.metadata()?;
+            self.journal_bytes = meta.len();
+            self.journal_id = (meta.dev(), meta.ino());
             self.journal = Some(f);
         }
         if self.journal_bytes + 1 + bytes.len() as u64 > JOURNAL_MAX_BYTES {
@@ -170,12 +172,9 @@ impl PersistState {
         // Removed, renamed away or replaced under us (by a symlink, a FIFO, another file):
         // lines written to the file we hold would not be at the journal's name at the next
         // start. The caller writes a snapshot instead, and the reopen refuses anything but a
-        // regular file.
-        let held = f.metadata()?;
+        // regular file. (The name leading to the held inode means it is linked: one `stat`.)
         let at_path = std::fs::symlink_metadata(&path);
-        if held.nlink() == 0
-            || !at_path.is_ok_and(|m| m.dev() == held.dev() && m.ino() == held.ino())
-        {
+        if !at_path.is_ok_and(|m| (m.dev(), m.ino()) == self.journal_id) {
             self.journal = None;
             return Err(io::Error::new(
                 io::ErrorKind::NotFound,

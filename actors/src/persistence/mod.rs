@@ -142,6 +142,9 @@ pub struct PersistState {
     records: HashMap<String, Stored>,
     restored: Option<Vec<(Record, crate::keeper_link::proof::LastSeen)>>,
     journal: Option<File>,
+    /// The device and inode of `journal`, taken when it was opened: each write checks the
+    /// journal's name still leads to them with one `stat` of the path.
+    journal_id: (u64, u64),
     /// Length of the journal file up to its last complete line: a failed write is cut back
     /// to here, so a torn line never sits in front of later ones.
     journal_bytes: u64,
@@ -189,6 +192,7 @@ impl PersistState {
             records: HashMap::new(),
             restored: None,
             journal: None,
+            journal_id: (0, 0),
             journal_bytes: 0,
             torn: false,
             backlog: Vec::new(),

@@ -357,6 +357,10 @@ impl PersistState {
             OpenOptions::new().create(true).write(true).truncate(true),
         ) {
             Ok(f) => {
+                self.journal_id = f.metadata().map_or((0, 0), |m| {
+                    use std::os::unix::fs::MetadataExt;
+                    (m.dev(), m.ino())
+                });
                 self.journal = Some(f);
                 self.journal_bytes = 0;
             }
