@@ -315,7 +315,7 @@ pub struct Grid {
     /// by [`Grid::feed_scanning`] just after they scrolled (see there).
     scrolled: Vec<Row>,
     /// More scrolled than `scrolled` may hold, or the mark was lost: the matcher's next
-    /// look takes the whole history, as [`Grid::take_unscanned`] says.
+    /// look takes the whole history ([`Grid::take_scrolled`]).
     scrolled_all: bool,
 }
 
@@ -408,11 +408,12 @@ impl Grid {
             if self.scrolled_all {
                 continue;
             }
+            // Where the mark went (evicted, cleared, reflowed) all history counts as new,
+            // as at the look (never more than the history holds).
             let n = self.count_scrolled();
-            let history = self.history();
-            if n > 0 && (n >= history || self.scrolled.len() + n > self.scrollback) {
-                // The mark is gone (or the rows would not all fit): the next look reads the
-                // whole history, once, rather than every piece doing so.
+            if self.scrolled.len() + n > self.scrollback {
+                // More than the history holds: the next look reads the whole history, once,
+                // rather than the buffer growing past it.
                 self.scrolled_all = true;
                 self.scrolled = Vec::new();
                 continue;
@@ -428,13 +429,14 @@ impl Grid {
     /// oldest first: those [`Grid::feed_scanning`] kept and those scrolled since.
     pub fn take_scrolled(&mut self) -> Vec<Row> {
         self.unscanned_bytes = 0;
-        let all = std::mem::take(&mut self.scrolled_all);
+        // Counting also moves the mark, so it runs either way.
+        let since = self.count_scrolled();
+        let n = if std::mem::take(&mut self.scrolled_all) {
+            self.history()
+        } else {
+            since
+        };
         let mut rows = std::mem::take(&mut self.scrolled);
-        let n = self.count_scrolled();
-        let n = if all { self.history() } else { n };
-        if all {
-            rows.clear();
-        }
         for line in -(n as i32)..0 {
             rows.push(self.row(line));
         }
@@ -784,6 +786,17 @@ mod tests {
             assert!(expected.len() > 10, "{scrollback}: {}", expected.len());
             assert_eq!(taken, expected, "scrollback {scrollback}");
         }
+        // The rows are taken as they scroll, not at the look: a row that scrolled and was
+        // then cleared from history (`CSI 3 J`, as `clear` sends) in a later piece is kept.
+        let mut g = Grid::materialise(80, 10, 10_000, b"");
+        let mut out = String::from("NEEDLE\r\n");
+        while out.len() <= SCAN_PIECE {
+            out.push_str("padding padding padding\r\n");
+        }
+        out.push_str("\x1b[3J");
+        g.feed_scanning(out.as_bytes());
+        assert_eq!(g.history(), 0);
+        assert!(g.take_scrolled().iter().any(|r| r.text == "NEEDLE"));
     }
 
     #[test]

@@ -148,17 +148,25 @@ impl PersistState {
         }
     }
 
-    /// to the last complete line. A write that would take the journal past
-    /// [`JOURNAL_MAX_BYTES`] (only possible while snapshots fail) is refused: the next start
-    /// would not read such a journal.
+    /// Hold `f` (just opened) as the journal: its length, and the device and inode each
+    /// write checks the journal's name against.
+    pub(super) fn hold_journal(&mut self, f: File) -> io::Result<()> {
+        let meta = f.metadata()?;
+        self.journal_bytes = meta.len();
+        self.journal_id = (meta.dev(), meta.ino());
+        self.journal = Some(f);
+        Ok(())
+    }
+
+    /// Append `bytes` (whole lines) to the journal, opening it first if none is held; a
+    /// write that fails is cut back to the last complete line. A write that would take the
+    /// journal past [`JOURNAL_MAX_BYTES`] (only possible while snapshots fail) is refused:
+    /// the next start would not read such a journal.
     pub(super) fn write_journal(&mut self, bytes: &[u8]) -> io::Result<()> {
         let path = self.dir.path().join(JOURNAL_FILE);
         if self.journal.is_none() {
             let f = open_journal(&path, OpenOptions::new().create(true).append(true))?;
-            let meta = f.metadata()?;
-            self.journal_bytes = meta.len();
-            self.journal_id = (meta.dev(), meta.ino());
-            self.journal = Some(f);
+            self.hold_journal(f)?;
         }
         if self.journal_bytes + 1 + bytes.len() as u64 > JOURNAL_MAX_BYTES {
             return Err(io::Error::other(format!(

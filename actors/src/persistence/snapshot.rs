@@ -355,15 +355,10 @@ impl PersistState {
         match open_journal(
             &self.dir.path().join(JOURNAL_FILE),
             OpenOptions::new().create(true).write(true).truncate(true),
-        ) {
-            Ok(f) => {
-                self.journal_id = f.metadata().map_or((0, 0), |m| {
-                    use std::os::unix::fs::MetadataExt;
-                    (m.dev(), m.ino())
-                });
-                self.journal = Some(f);
-                self.journal_bytes = 0;
-            }
+        )
+        .and_then(|f| self.hold_journal(f))
+        {
+            Ok(()) => {}
             Err(e) => {
                 // The snapshot is complete; stale journal lines replay harmlessly over it.
                 tracing::error!(error = %e, "could not reset registry.journal");

@@ -648,10 +648,7 @@ fn read_once(
     filled: usize,
 ) -> io::Result<usize> {
     if let Some(s) = staging {
-        let mut avail: libc::c_int = 0;
-        // SAFETY: FIONREAD writes one int.
-        let r = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut avail) };
-        let avail = if r < 0 { 0 } else { avail.max(0) as usize };
+        let avail = pending_input(fd).unwrap_or(0);
         let want = avail.clamp(1, rest.len().min(ARM_MAX));
         rest = &mut rest[..want];
         s.arm(rest, filled);
@@ -672,7 +669,7 @@ async fn read_chunk(io: &AsyncFd<OwnedFd>, output: &Output) -> Option<Drained> {
     loop {
         let mut guard = io.readable().await.ok()?;
         if !output.ready() {
-            if guard.ready().is_read_closed() && pending_input(io.get_ref().as_fd()) == 0 {
+            if guard.ready().is_read_closed() && pending_input(io.as_raw_fd()) == Some(0) {
                 // The slave side hung up with nothing to read: no screen memory for that (the
                 // read would answer EIO). A program that printed nothing makes none at its
                 // exit — 1,000 exiting at once made 1,000 memfds, mapped them and waited for
@@ -733,15 +730,12 @@ async fn read_chunk(io: &AsyncFd<OwnedFd>, output: &Output) -> Option<Drained> {
     }
 }
 
-/// Bytes waiting in the master's input queue (`FIONREAD`); unknown counts as some.
-fn pending_input(fd: std::os::fd::BorrowedFd<'_>) -> usize {
+/// Bytes waiting in the master's input queue (`FIONREAD`); `None` if it cannot say.
+fn pending_input(fd: RawFd) -> Option<usize> {
     let mut n: libc::c_int = 0;
     // SAFETY: FIONREAD writes one int through the pointer, which outlives the call.
-    let r = unsafe { libc::ioctl(fd.as_raw_fd(), libc::FIONREAD, &mut n) };
-    if r < 0 {
-        return usize::MAX;
-    }
-    n.max(0) as usize
+    let r = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n) };
+    (r >= 0).then_some(n.max(0) as usize)
 }
 
 /// Write as much of `bytes` as the master takes now. Returns bytes written.

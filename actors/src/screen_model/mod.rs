@@ -661,7 +661,7 @@ impl ScreenModel {
         let Some(grid) = guard.as_mut() else { return };
         grid.finish_feed();
         let mut rows = grid.take_scrolled();
-        rows.extend((0..grid.rows() as i32).map(|line| grid.row(line)));
+        rows.extend(recent_rows(grid, 0));
         drop(guard);
         // Match without holding the watches' lock (the session actor sets them).
         let watches = lock(&self.watches).clone();
