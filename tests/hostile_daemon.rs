@@ -2,7 +2,7 @@
 //! ownership that does not depend on connecting, files in the control dir that are symlinks
 //! or FIFOs, and session programs that ignore the hangup.
 
-use crate::common::{maxx_bin, wait_for, Daemon};
+use crate::common::{maxx_bin, skip_or_fail, wait_for, Daemon};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -540,4 +540,66 @@ fn sessions_past_the_open_files_limit_are_refused_fd_limit_and_the_daemon_keeps_
         let r = d.call("sessions.create", json!({"command": "exec sleep 600"}));
         (r["ok"] == true).then_some(())
     });
+}
+
+/// When the kernel has no pseudo-terminal left (here a devpts instance of its own allowing
+/// two), a create is refused `pty_exhausted` (exit 1, the count in the message), not
+/// `internal`, and nothing is recorded; so is a restart of a closed session, which stays
+/// closed; a freed PTY makes room again.
+#[test]
+fn a_create_when_the_kernel_has_no_pty_left_is_refused_pty_exhausted() {
+    let Some(d) = Daemon::start_with_pty_max(2) else {
+        return skip_or_fail("unshare -m and a devpts mount need root");
+    };
+    let a = d.create(json!({"command": "exec sleep 600"}))["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    d.create(json!({"command": "exec sleep 600"}));
+    let records = d.ok("daemon.stats", json!({}))["records"].clone();
+    let refused = d.err(
+        "sessions.create",
+        json!({"command": "exec sleep 600"}),
+        "pty_exhausted",
+    );
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(message.contains("no pseudo-terminal is free"), "{refused}");
+    assert!(message.contains("kernel.pty.max"), "{refused}");
+    assert!(
+        refused["error"]["remedy"]
+            .as_str()
+            .unwrap()
+            .contains("sysctl"),
+        "{refused}"
+    );
+    assert_eq!(d.ok("daemon.stats", json!({}))["records"], records);
+    assert_eq!(d.count(), 2, "nothing was created");
+    let out = d.cli(&["sessions", "create", "--command", "true"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("pty_exhausted"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Close `a` (its PTY is freed once its program is gone), take the PTY with a new
+    // session, then restart `a`: refused the same way, and `a` stays as it was.
+    d.ok(
+        "sessions.action",
+        json!({"session_id": a, "action": "close"}),
+    );
+    let c = wait_for("a PTY freed by the close", Duration::from_secs(20), || {
+        let r = d.call("sessions.create", json!({"command": "exec sleep 600"}));
+        (r["ok"] == true).then(|| r["result"]["session"]["session_id"].clone())
+    });
+    let before = d.get(&a);
+    d.err(
+        "sessions.restart",
+        json!({"session_id": a}),
+        "pty_exhausted",
+    );
+    let after = d.get(&a);
+    assert_eq!(after["lifecycle"], "closed", "{after}");
+    assert_eq!(after["restart_count"], before["restart_count"]);
+    // Every session the daemon did start still runs.
+    assert_eq!(d.get(c.as_str().unwrap())["lifecycle"], "running");
 }

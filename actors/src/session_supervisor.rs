@@ -29,6 +29,7 @@ use crate::registry::RegistryMsg;
 use crate::session::{
     SessionActor, SessionArgs, SessionMsg, SessionStart, SpawnContext, StartSession,
 };
+use maxx_protocol::error::{ErrorBody, ErrorCode};
 use maxx_protocol::session::Lifecycle;
 use maxx_protocol::stream::StreamEvent;
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
@@ -121,9 +122,11 @@ impl SupervisorState {
         supervisor: &ActorRef<SessionSupervisorMsg>,
         session_id: String,
         start: SessionStart,
-    ) -> Result<ActorRef<SessionMsg>, String> {
+    ) -> Result<ActorRef<SessionMsg>, ErrorBody> {
         if self.stopping {
-            return Err("the daemon is stopping".into());
+            return Err(ErrorBody::internal(
+                "could not start the session: the daemon is stopping",
+            ));
         }
         let args = SessionArgs {
             session_id: session_id.clone(),
@@ -135,7 +138,10 @@ impl SupervisorState {
         };
         let (actor, _) = Actor::spawn_linked(None, SessionActor, args, supervisor.get_cell())
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| match crate::pty::pty_exhausted(&e) {
+                Some(p) => ErrorBody::new(ErrorCode::PtyExhausted, p.to_string()),
+                None => ErrorBody::internal(format!("could not start the session: {e}")),
+            })?;
         self.sessions
             .insert(actor.get_id(), (session_id, actor.clone()));
         Ok(actor)

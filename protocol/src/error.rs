@@ -70,6 +70,10 @@ pub enum ErrorCode {
     /// limit leaves for sessions (`daemon.stats` `session_capacity`); nothing was started
     /// (CLI exit 1).
     FdLimit,
+    /// `pty_exhausted`: the kernel had no pseudo-terminal left to give (its pty limit,
+    /// `kernel.pty.max` or a devpts mount's `max=`, is reached); nothing was started, and
+    /// the message says how many are in use (CLI exit 1).
+    PtyExhausted,
     /// `unreachable`: client-side only; a remote host (`--host`, `--hosts`) could not be
     /// reached over ssh (refused login, unknown host, no `maxx` there) or dropped mid-answer.
     /// The message names the host and what failed (CLI exit 3).
@@ -102,6 +106,7 @@ impl ErrorCode {
             ErrorCode::Ambiguous => "ambiguous",
             ErrorCode::UnsafeControlDir => "unsafe_control_dir",
             ErrorCode::FdLimit => "fd_limit",
+            ErrorCode::PtyExhausted => "pty_exhausted",
             ErrorCode::Unreachable => "unreachable",
         }
     }
@@ -161,6 +166,10 @@ impl ErrorCode {
             ErrorCode::FdLimit => {
                 "close sessions you no longer need, or raise the daemon's open-files hard limit \
                  (`ulimit -Hn`, LimitNOFILE= in the service unit) and restart it"
+            }
+            ErrorCode::PtyExhausted => {
+                "close sessions (and other terminals) you no longer need: each holds one \
+                 pseudo-terminal; or raise the system's limit (`sysctl kernel.pty.max`)"
             }
             ErrorCode::Unreachable => {
                 "check that `ssh HOST maxx status` works without a prompt (keys or an agent, a \

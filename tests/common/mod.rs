@@ -139,6 +139,37 @@ impl Daemon {
         Daemon::launched_from(tmp, control, wrapper)
     }
 
+    /// Start a daemon in a mount namespace of its own whose `/dev/pts` is a fresh devpts
+    /// instance allowing `max` pseudo-terminals (`unshare -m` + `mount -t devpts -o
+    /// newinstance,max=N`; needs root): the real kernel limit, reached without touching the
+    /// machine's. None when this machine cannot make one.
+    pub fn start_with_pty_max(max: u32) -> Option<Daemon> {
+        let probe = Command::new("unshare")
+            .args(["-m", "--", "sh", "-c"])
+            .arg("mount -t devpts -o newinstance devpts /dev/pts")
+            .stderr(Stdio::null())
+            .status();
+        if !probe.is_ok_and(|s| s.success()) {
+            return None;
+        }
+        let tmp = tempfile::Builder::new().prefix("maxx-t").tempdir().unwrap();
+        let control = tmp.path().join("ctl");
+        let wrapper = tmp.path().join("maxx-ptys");
+        std::fs::write(
+            &wrapper,
+            format!(
+                "#!/bin/sh\nexec unshare -m -- sh -c 'mount -t devpts -o \
+                 newinstance,ptmxmode=0666,max={max} devpts /dev/pts && \
+                 mount --bind /dev/pts/ptmx /dev/ptmx && exec \"$0\" \"$@\"' '{}' \"$@\"\n",
+                maxx_bin()
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Some(Daemon::launched_from(tmp, control, wrapper))
+    }
+
     /// Start a daemon with extra environment (e.g. a profiles file).
     pub fn start_with_env(env: &[(&str, String)]) -> Daemon {
         let tmp = tempfile::Builder::new().prefix("maxx-t").tempdir().unwrap();

@@ -455,9 +455,8 @@ async fn create(
         cwd,
         caller: caller.to_string(),
     };
-    let actor = StartSession::ask(&ctx.sessions, session_id.clone(), start, ACTOR_CALL_TIMEOUT)
-        .await
-        .map_err(|e| ErrorBody::internal(format!("could not start the session: {e}")))?;
+    let actor =
+        StartSession::ask(&ctx.sessions, session_id.clone(), start, ACTOR_CALL_TIMEOUT).await?;
     let created = ask(&actor, SessionMsg::View, ACTOR_CALL_TIMEOUT).await?;
     if let Err(e) = &created {
         if e.code == ErrorCode::PersistenceFailed {

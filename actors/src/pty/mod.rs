@@ -28,10 +28,11 @@ mod master;
 mod spawn;
 
 pub use group::wait_for_reapers;
+pub use spawn::{pty_exhausted, PtyExhausted};
 
 use group::{end_group, parent_pid, Reaper};
 use master::Master;
-use spawn::{set_iutf8, spawn_on_tty};
+use spawn::{open_failed, set_iutf8, spawn_on_tty};
 
 use crate::keeper_link::Keeper;
 use maxx_protocol::keeper::ChildStatus;
@@ -204,7 +205,7 @@ impl Pty {
                 pixel_width: 0,
                 pixel_height: 0,
             })
-            .map_err(|e| io::Error::other(format!("openpty: {e}")))?;
+            .map_err(open_failed)?;
         let tty = pair
             .master
             .tty_name()

@@ -32,6 +32,68 @@ pub(super) fn set_iutf8(master: RawFd) -> io::Result<()> {
     Ok(())
 }
 
+/// The kernel had no pseudo-terminal left to give: opening `/dev/ptmx` fails with `ENOSPC`
+/// once its limit (`kernel.pty.max`, less the reserve, or a devpts mount's `max=`) is
+/// reached. A fact of the system, not a fault of the daemon: callers get `pty_exhausted`.
+#[derive(Debug)]
+pub struct PtyExhausted {
+    /// Pseudo-terminals in use system-wide (`/proc/sys/kernel/pty/nr`), if readable.
+    pub in_use: Option<u64>,
+    /// The system's limit (`/proc/sys/kernel/pty/max`), if readable.
+    pub max: Option<u64>,
+}
+
+impl std::fmt::Display for PtyExhausted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("no pseudo-terminal is free: the kernel refused a new one (ENOSPC)")?;
+        if let (Some(in_use), Some(max)) = (self.in_use, self.max) {
+            write!(
+                f,
+                "; {in_use} in use system-wide, limit kernel.pty.max = {max} (a container's \
+                 devpts mount may set a lower max=)"
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for PtyExhausted {}
+
+/// Why opening a PTY failed, as an `io::Error`: [`PtyExhausted`] inside when the kernel is
+/// out of pseudo-terminals. portable-pty reports `openpty`'s failure as text only, so the
+/// cause is asked of the kernel again, the way `openpty` asks it: one open of `/dev/ptmx`
+/// (closed at once if it succeeds: something was freed meanwhile, and the original error
+/// stands).
+pub(super) fn open_failed(e: impl std::fmt::Display) -> io::Error {
+    use nix::fcntl::{open, OFlag};
+    use nix::sys::stat::Mode;
+    let flags = OFlag::O_RDWR | OFlag::O_NOCTTY | OFlag::O_CLOEXEC;
+    match open("/dev/ptmx", flags, Mode::empty()) {
+        Err(nix::errno::Errno::ENOSPC) => io::Error::other(PtyExhausted {
+            in_use: proc_number("/proc/sys/kernel/pty/nr"),
+            max: proc_number("/proc/sys/kernel/pty/max"),
+        }),
+        // Dropped: closes the probe's master.
+        Ok(_) | Err(_) => io::Error::other(format!("openpty: {e}")),
+    }
+}
+
+fn proc_number(path: &str) -> Option<u64> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// The [`PtyExhausted`] behind a failed start, if that is what it was: `err` itself, the
+/// error an `io::Error` wraps, or any error in its source chain.
+pub fn pty_exhausted<'a>(err: &'a (dyn std::error::Error + 'static)) -> Option<&'a PtyExhausted> {
+    if let Some(p) = err.downcast_ref::<PtyExhausted>() {
+        return Some(p);
+    }
+    if let Some(inner) = err.downcast_ref::<io::Error>().and_then(|e| e.get_ref()) {
+        return pty_exhausted(inner);
+    }
+    err.source().and_then(pty_exhausted)
+}
+
 /// Start the child as a session leader whose controlling terminal is the PTY at `tty`;
 /// returns its pid.
 ///

@@ -538,7 +538,10 @@ impl SessionState {
             self.view.lifecycle = Lifecycle::Closed;
             self.view.pid = None;
             self.lifecycle_changed();
-            return Err(ErrorBody::internal(format!("restart failed: {e}")));
+            return Err(match crate::pty::pty_exhausted(e.as_ref()) {
+                Some(p) => ErrorBody::new(ErrorCode::PtyExhausted, format!("restart failed: {p}")),
+                None => ErrorBody::internal(format!("restart failed: {e}")),
+            });
         }
         let v = &mut self.view;
         v.lifecycle = Lifecycle::Running;

@@ -74,8 +74,9 @@ pub struct StartSession {
     /// New, restored, woken or recovered.
     pub start: SessionStart,
     /// The actor once its `pre_start` is done (for a new session: its child runs and it
-    /// has registered), or why it could not start.
-    pub reply: RpcReplyPort<Result<ActorRef<SessionMsg>, String>>,
+    /// has registered), or why it could not start (`pty_exhausted` when the system had no
+    /// PTY to give, `internal` otherwise).
+    pub reply: RpcReplyPort<Result<ActorRef<SessionMsg>, ErrorBody>>,
 }
 
 impl StartSession {
@@ -85,20 +86,25 @@ impl StartSession {
         session_id: String,
         start: SessionStart,
         timeout: Duration,
-    ) -> Result<ActorRef<SessionMsg>, String> {
+    ) -> Result<ActorRef<SessionMsg>, ErrorBody> {
         let (tx, rx) = ractor::concurrency::oneshot();
         let request = StartSession {
             session_id,
             start,
             reply: tx.into(),
         };
+        let failed = |why: &str| {
+            Err(ErrorBody::internal(format!(
+                "could not start the session: {why}"
+            )))
+        };
         if starter.send_message(request).is_err() {
-            return Err("the session supervisor is not running".into());
+            return failed("the session supervisor is not running");
         }
         match tokio::time::timeout(timeout, rx).await {
             Ok(Ok(started)) => started,
-            Ok(Err(_)) => Err("the session supervisor dropped the request".into()),
-            Err(_) => Err("the session supervisor did not answer in time".into()),
+            Ok(Err(_)) => failed("the session supervisor dropped the request"),
+            Err(_) => failed("the session supervisor did not answer in time"),
         }
     }
 }

@@ -38,6 +38,7 @@ from .errors import (
     UnknownMethod,
     UnsafeControlDir,
     FdLimit,
+    PtyExhausted,
     UnsafeFile,
     Unsupported,
 )
@@ -74,6 +75,7 @@ __all__ = [
     "UnknownMethod",
     "UnsafeControlDir",
     "FdLimit",
+    "PtyExhausted",
     "UnsafeFile",
     "Unsupported",
     "VERBS",

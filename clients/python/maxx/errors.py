@@ -124,6 +124,10 @@ class FdLimit(MaxxError):
     """``fd_limit``: the daemon's open-files limit leaves no room for another session."""
 
 
+class PtyExhausted(MaxxError):
+    """``pty_exhausted``: the kernel had no pseudo-terminal left for a new session."""
+
+
 class NoDaemon(MaxxError):
     """``no_daemon``: nothing answered at the socket, the control dir is missing, or the token
     is unreadable."""
@@ -150,6 +154,7 @@ CODES: Dict[str, Type[MaxxError]] = {
     "already_running": AlreadyRunning,
     "unsafe_control_dir": UnsafeControlDir,
     "fd_limit": FdLimit,
+    "pty_exhausted": PtyExhausted,
     "no_daemon": NoDaemon,
 }
 """Wire code -> exception class. A code not listed here (a newer daemon) raises the base
