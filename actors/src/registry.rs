@@ -191,12 +191,17 @@ struct GroupIndex {
 
 impl GroupIndex {
     fn apply(&mut self, view: &SessionView, sign: i64) {
-        let bump = |n: &mut usize| *n = (*n as i64 + sign).max(0) as usize;
         if sign > 0 {
             self.members.insert(view.session_id.clone());
         } else {
             self.members.remove(&view.session_id);
         }
+        self.count(view, sign);
+    }
+
+    /// The counts alone (a member that stays in the group changed).
+    fn count(&mut self, view: &SessionView, sign: i64) {
+        let bump = |n: &mut usize| *n = (*n as i64 + sign).max(0) as usize;
         // A member in backoff will run again: it has not exited.
         if matches!(view.lifecycle, Lifecycle::Running | Lifecycle::Backoff) {
             bump(&mut self.running);
@@ -212,6 +217,40 @@ impl GroupIndex {
             AllCondition::Exited => self.running == 0,
             AllCondition::Idle => declared(WorkflowState::Running) == 0,
             AllCondition::Declared(s) => declared(*s) == self.members.len(),
+        }
+    }
+}
+
+/// Move `old` out of its group's index and `new` into its own. A member that stays in its
+/// group only changes the counts (an exit of one of a thousand is not a set removal and
+/// insertion).
+fn index_groups(
+    groups: &mut HashMap<String, GroupIndex>,
+    old: Option<&SessionView>,
+    new: Option<&SessionView>,
+) {
+    if let (Some(o), Some(n)) = (old, new) {
+        if let (Some(g), true) = (&o.group, o.group == n.group) {
+            if let Some(idx) = groups.get_mut(g) {
+                idx.count(o, -1);
+                idx.count(n, 1);
+                return;
+            }
+        }
+    }
+    if let Some(old) = old {
+        if let Some(g) = &old.group {
+            if let Some(idx) = groups.get_mut(g) {
+                idx.apply(old, -1);
+                if idx.members.is_empty() {
+                    groups.remove(g);
+                }
+            }
+        }
+    }
+    if let Some(new) = new {
+        if let Some(g) = &new.group {
+            groups.entry(g.clone()).or_default().apply(new, 1);
         }
     }
 }
@@ -265,21 +304,7 @@ impl RegistryState {
 
     /// Move a record's contribution from its old group to its new one.
     fn index(&mut self, old: Option<&SessionView>, new: Option<&SessionView>) {
-        if let Some(old) = old {
-            if let Some(g) = &old.group {
-                if let Some(idx) = self.groups.get_mut(g) {
-                    idx.apply(old, -1);
-                    if idx.members.is_empty() {
-                        self.groups.remove(g);
-                    }
-                }
-            }
-        }
-        if let Some(new) = new {
-            if let Some(g) = &new.group {
-                self.groups.entry(g.clone()).or_default().apply(new, 1);
-            }
-        }
+        index_groups(&mut self.groups, old, new);
     }
 
     fn members(&self, group: &str) -> Vec<Member> {
@@ -566,15 +591,18 @@ impl Actor for RegistryActor {
                     return Ok(());
                 };
                 let old = std::mem::replace(&mut entry.view, view);
-                let new = (*entry.view).clone();
+                let new = &entry.view;
                 if old.surface_id != new.surface_id {
                     state.surfaces.remove(&old.surface_id);
                     state
                         .surfaces
                         .insert(new.surface_id.clone(), new.session_id.clone());
                 }
-                state.index(Some(&old), Some(&new));
-                for g in [old.group, new.group].into_iter().flatten() {
+                index_groups(&mut state.groups, Some(&old), Some(new));
+                let moved = (old.group != new.group)
+                    .then(|| new.group.clone())
+                    .flatten();
+                for g in [old.group, moved].into_iter().flatten() {
                     state.settle_group(&g);
                 }
             }
@@ -949,6 +977,40 @@ mod tests {
 
         s.index(Some(&new), None);
         assert!(s.groups.is_empty());
+    }
+
+    /// A member that stays in its group changes only the counts: running -> exited ->
+    /// backoff (will run again) -> running, with a declared state set and cleared.
+    #[test]
+    fn index_counts_a_member_that_stays_in_its_group() {
+        let mut s = state(10);
+        let a = view("a", Some("g"), "running");
+        let b = view("b", Some("g"), "exited");
+        s.index(None, Some(&a));
+        s.index(None, Some(&b));
+        assert_eq!(s.groups["g"].running, 1);
+        let mut steps = vec![a.clone()];
+        for (lifecycle, ws) in [
+            (Lifecycle::Exited, Some(WorkflowState::Failed)),
+            (Lifecycle::Backoff, None),
+            (Lifecycle::Running, Some(WorkflowState::Running)),
+            (Lifecycle::Exited, None),
+        ] {
+            let mut next = steps.last().unwrap().clone();
+            next.lifecycle = lifecycle;
+            next.workflow_state = ws;
+            s.index(steps.last(), Some(&next));
+            let idx = &s.groups["g"];
+            assert_eq!(idx.members.len(), 2);
+            let running = usize::from(matches!(lifecycle, Lifecycle::Running | Lifecycle::Backoff));
+            assert_eq!(idx.running, running, "{lifecycle:?}");
+            assert_eq!(
+                idx.declared.values().sum::<usize>(),
+                usize::from(ws.is_some())
+            );
+            steps.push(next);
+        }
+        assert!(s.group_satisfied("g", &AllCondition::Exited, true));
     }
 
     #[test]
