@@ -74,6 +74,9 @@ pub struct Stats {
     /// `--fsync`: fdatasyncs of the journal since start (each covers every line written
     /// before it: fewer than the acknowledgements they released when clients overlap).
     pub journal_syncs: AtomicI64,
+    /// Writes to the journal since start (each writes every line gathered since the last:
+    /// fewer than the operations when they come in bursts).
+    pub journal_writes: AtomicI64,
     /// Set (once, at load) when `registry.json` or `registry.journal` cannot be read: the
     /// file is preserved and every mutation is refused with `registry_unreadable`.
     pub registry_unreadable: OnceLock<RegistryUnreadable>,
@@ -149,6 +152,8 @@ pub struct StatsSnapshot {
     pub journal_write_errors: i64,
     /// `--fsync`: fdatasyncs of the journal since start.
     pub journal_syncs: i64,
+    /// Writes to the journal since start.
+    pub journal_writes: i64,
     /// `{file, reason}` while the registry cannot be read (mutations refused), else null.
     pub registry_unreadable: Option<RegistryUnreadable>,
     /// Times freed memory was handed back to the system (a jemalloc purge) after a burst.
@@ -200,6 +205,7 @@ impl Stats {
             journal_behind: self.journal_behind.load(Ordering::Relaxed),
             journal_write_errors: self.journal_write_errors.load(Ordering::Relaxed),
             journal_syncs: self.journal_syncs.load(Ordering::Relaxed),
+            journal_writes: self.journal_writes.load(Ordering::Relaxed),
             registry_unreadable: self.registry_unreadable.get().cloned(),
             memory_trims: self.memory_trims.load(Ordering::Relaxed),
             audit_bytes: self.audit_bytes.load(Ordering::Relaxed),

@@ -3,7 +3,9 @@
 //! cap that keeps it readable, and its replay at load.
 
 use super::snapshot::{parse_registry_json, read_bounded, Record};
-use super::{PersistMsg, PersistState, BACKLOG_MAX_BYTES, JOURNAL_FILE, JOURNAL_MAX_BYTES};
+use super::{
+    PersistMsg, PersistState, BACKLOG_MAX_BYTES, BATCH_MAX_BYTES, JOURNAL_FILE, JOURNAL_MAX_BYTES,
+};
 use crate::audit_log::EncodedEntry;
 use crate::retention::last_activity;
 use crate::stats::Stats;
@@ -199,6 +201,7 @@ impl PersistState {
         })();
         match result {
             Ok(()) => {
+                Stats::add(&self.stats.journal_writes, 1);
                 self.journal_bytes += (lead.len() + bytes.len()) as u64;
                 self.torn = false;
                 // With --fsync, one fdatasync covers every line written since the last
@@ -282,6 +285,13 @@ impl PersistState {
 
     pub(super) fn fell_behind(&mut self, e: &io::Error) {
         use std::sync::atomic::Ordering;
+        // Lines gathered for the next write came before anything now appended: they lead
+        // the backlog (a sync that failed can leave some).
+        if !self.batch.is_empty() {
+            let mut lines = std::mem::take(&mut self.batch);
+            lines.extend_from_slice(&self.backlog);
+            self.backlog = lines;
+        }
         if self.failure.is_none() {
             tracing::error!(error = %e, "journal write failed; mutations are refused until it can be written");
             self.stats.journal_behind.store(1, Ordering::Relaxed);
@@ -366,17 +376,37 @@ impl PersistState {
             }
             return;
         }
-        // One write per line: a crash leaves at most the last line torn.
-        match self.write_journal(&line) {
-            Ok(()) => {}
+        // Gathered for one write with the operations queued behind it (the actor's
+        // `WriteBatch`), or now if the batch is full.
+        self.batch.extend_from_slice(&line);
+        if self.batch.len() >= BATCH_MAX_BYTES {
+            self.write_batch();
+        }
+    }
+
+    /// Write the lines gathered by [`Self::append`], in one write of whole lines: a crash
+    /// leaves at most the last line torn, and a failed write is cut back to the last
+    /// complete line before the batch, which then waits as the backlog.
+    pub(super) fn write_batch(&mut self) {
+        if self.batch.is_empty() {
+            return;
+        }
+        let batch = std::mem::take(&mut self.batch);
+        match self.write_journal(&batch) {
+            Ok(()) => {
+                // Keep the buffer: the next burst fills it without growing it again.
+                self.batch = batch;
+                self.batch.clear();
+            }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                // What the journal held is gone with it: only a snapshot (which also holds
-                // this operation once it is applied) catches up.
+                // What the journal held is gone with it: only a snapshot catches up, and
+                // it holds these operations (applied already): write it now.
                 self.fell_behind(&e);
                 self.backlog_lost = true;
+                self.catch_up();
             }
             Err(e) => {
-                self.backlog = line;
+                self.backlog = batch;
                 self.fell_behind(&e);
             }
         }

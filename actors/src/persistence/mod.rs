@@ -75,8 +75,12 @@ const _: () = assert!(SNAPSHOT_RECORDS_MAX_BYTES + 16 * 1024 * 1024 <= REGISTRY_
 // a fold runs once the journal passes FOLD_BYTES, and a failing disk's backlog is written in
 // one go: the journal stays far inside what a load reads while folds succeed.
 const _: () = assert!(
-    FOLD_BYTES as usize + BACKLOG_MAX_BYTES + RECORD_MAX_BYTES + 64 < JOURNAL_MAX_BYTES as usize
+    FOLD_BYTES as usize + BACKLOG_MAX_BYTES + BATCH_MAX_BYTES + RECORD_MAX_BYTES + 64
+        < JOURNAL_MAX_BYTES as usize
 );
+/// Journal lines gathered into one write: the operations already queued when the first of
+/// them is handled (see [`PersistMsg::WriteBatch`]), written at once when they reach this.
+pub const BATCH_MAX_BYTES: usize = 256 * 1024;
 /// Journal lines kept in memory while the journal cannot be written (disk full). Past this,
 /// they are dropped and the next successful write is a whole snapshot instead.
 pub const BACKLOG_MAX_BYTES: usize = 4 * 1024 * 1024;
@@ -114,6 +118,12 @@ pub enum PersistMsg {
     /// `--fsync` group commit: the journal sync the actor started on a blocking thread ended
     /// (sent by that thread).
     Synced(Result<(), String>),
+    /// Write the journal lines gathered since the last write, in one write (sent by the
+    /// actor to itself with the first of them, so it comes after every operation queued
+    /// by then: a burst of 1,000 exits is a few writes, not 1,000). Every other message
+    /// writes them first, so an [`PersistMsg::Ack`] still runs only after its operations
+    /// are in the journal.
+    WriteBatch,
 }
 
 /// How the actor was configured.
@@ -156,6 +166,11 @@ pub struct PersistState {
     backlog: Vec<u8>,
     /// The backlog outgrew [`BACKLOG_MAX_BYTES`] and was dropped: only a snapshot catches up.
     backlog_lost: bool,
+    /// Journal lines gathered for the next write (the journal is not behind), in order;
+    /// applied to `records` already, like the backlog.
+    batch: Vec<u8>,
+    /// A [`PersistMsg::WriteBatch`] is queued.
+    batch_queued: bool,
     /// Why the journal is behind, while it is.
     failure: Option<String>,
     /// The failure is a symlink, FIFO or other non-regular file at the journal's name.
@@ -197,6 +212,8 @@ impl PersistState {
             torn: false,
             backlog: Vec::new(),
             backlog_lost: false,
+            batch: Vec::new(),
+            batch_queued: false,
             failure: None,
             failure_unsafe: false,
             stats,
@@ -290,7 +307,9 @@ impl PersistState {
             // Only a snapshot catches up, and it must include this operation.
             self.catch_up();
         }
-        if self.journal_bytes > FOLD_BYTES.max(self.next_fold_at) && !self.behind() {
+        // The lines gathered for the next write count: the fold covers them.
+        let journal = self.journal_bytes + self.batch.len() as u64;
+        if journal > FOLD_BYTES.max(self.next_fold_at) && !self.behind() {
             // A failed fold is logged (once) and leaves the journal as it is.
             let _ = tokio::task::block_in_place(|| self.fold());
         }
@@ -340,7 +359,14 @@ impl Actor for PersistenceActor {
         msg: PersistMsg,
         state: &mut PersistState,
     ) -> Result<(), ActorProcessingErr> {
+        match &msg {
+            PersistMsg::Upsert(_) | PersistMsg::Audit { .. } | PersistMsg::Drop(_) => {}
+            // Whatever else comes (an acknowledgement above all) finds its operations in
+            // the journal.
+            _ => state.write_batch(),
+        }
         match msg {
+            PersistMsg::WriteBatch => state.batch_queued = false,
             PersistMsg::Upsert(view) => {
                 if let Some(encoded) = Encoded::session(&view) {
                     state.record(encoded);
@@ -390,6 +416,21 @@ impl Actor for PersistenceActor {
                 let _ = reply.send(());
             }
         }
+        if !state.batch.is_empty() && !state.batch_queued {
+            state.batch_queued = myself.cast(PersistMsg::WriteBatch).is_ok();
+            if !state.batch_queued {
+                state.write_batch();
+            }
+        }
+        Ok(())
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<PersistMsg>,
+        state: &mut PersistState,
+    ) -> Result<(), ActorProcessingErr> {
+        state.write_batch();
         Ok(())
     }
 }
@@ -730,6 +771,69 @@ mod tests {
         const { assert!(SNAPSHOT_RECORDS_MAX_BYTES + 16 * 1024 * 1024 <= REGISTRY_MAX_BYTES) };
     }
 
+    /// Operations queued together are written together: 100 upserts waiting in the
+    /// mailbox (the actor held busy by an acknowledgement until they are) take one journal
+    /// write, made before the acknowledgement queued behind them runs, which finds every
+    /// line in the file.
+    #[test]
+    fn queued_operations_take_one_write_before_the_acknowledgement_behind_them() {
+        let tmp = std::env::temp_dir().join(format!("maxx-batch-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&tmp);
+        let dir = ControlDir::prepare(&tmp).unwrap();
+        let stats = Arc::new(Stats::default());
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let journal = tmp.join(JOURNAL_FILE);
+        let (lines, writes) = rt.block_on(async {
+            let args = PersistArgs {
+                dir,
+                fsync: false,
+                stats: stats.clone(),
+                retain: RETENTION_COUNT,
+            };
+            let (actor, handle) = Actor::spawn(None, PersistenceActor, args).await.unwrap();
+            let (hold_tx, hold_rx) = std::sync::mpsc::channel::<()>();
+            actor
+                .cast(PersistMsg::Ack(Box::new(move |_| {
+                    let _ = hold_rx.recv();
+                })))
+                .unwrap();
+            let now = SystemTime::now();
+            for i in 0..100 {
+                let v = view(i, Lifecycle::Running, now);
+                actor.cast(PersistMsg::Upsert(Box::new(v))).unwrap();
+            }
+            let writes_before = stats
+                .journal_writes
+                .load(std::sync::atomic::Ordering::Relaxed);
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            let (path, counter) = (journal.clone(), stats.clone());
+            actor
+                .cast(PersistMsg::Ack(Box::new(move |durable| {
+                    durable.unwrap();
+                    let text = fs::read_to_string(&path).unwrap_or_default();
+                    let writes = counter
+                        .journal_writes
+                        .load(std::sync::atomic::Ordering::Relaxed);
+                    let _ = tx.send((text.lines().count(), writes - writes_before));
+                })))
+                .unwrap();
+            hold_tx.send(()).unwrap();
+            let seen = rx.await.unwrap();
+            actor.stop(None);
+            handle.await.unwrap();
+            seen
+        });
+        assert_eq!(
+            lines, 100,
+            "every operation is in the journal when the ack runs"
+        );
+        assert_eq!(writes, 1, "one write for the 100 queued operations");
+        fs::remove_dir_all(&tmp).unwrap();
+    }
+
     /// A journal write that would pass JOURNAL_MAX_BYTES (only possible while snapshots
     /// fail) is refused, never written: the next start would ignore such a journal. The
     /// operation is held in memory and reaches disk with the next successful snapshot.
@@ -746,7 +850,10 @@ mod tests {
         st.next_fold_at = u64::MAX;
         let v = view(9, Lifecycle::Running, SystemTime::now());
         let rt = tokio::runtime::Builder::new_multi_thread().build().unwrap();
-        rt.block_on(async { st.append(Encoded::session(&v).unwrap().line()) });
+        rt.block_on(async {
+            st.append(Encoded::session(&v).unwrap().line());
+            st.write_batch();
+        });
         assert_eq!(fs::metadata(tmp.join(JOURNAL_FILE)).unwrap().len(), 0);
         let err = st.not_durable().unwrap_err();
         assert_eq!(err.code, ErrorCode::PersistenceFailed);
@@ -826,6 +933,8 @@ mod tests {
             st.record(Encoded::session(&gone).unwrap());
             st.record(Encoded::session(&kept).unwrap());
             st.record(Encoded::drop(gone.session_id.clone()).unwrap());
+            // The actor's `WriteBatch`, queued with the first of them.
+            st.write_batch();
         });
         assert!(!st.records.contains_key(&gone.session_id));
         // The journal alone (a crash before any fold) replays the drop.

@@ -343,8 +343,10 @@ impl PersistState {
             tracing::warn!(bytes = bytes.len(), "registry.json written again");
         }
         self.next_fold_at = 0;
-        // The snapshot now holds everything the journal (and the backlog) did.
+        // The snapshot now holds everything the journal (and the backlog, and the lines
+        // gathered for the next write) did.
         self.backlog.clear();
+        self.batch.clear();
         self.backlog_lost = false;
         self.torn = false;
         // The snapshot was synced (file and directory): it holds every line not yet synced.
