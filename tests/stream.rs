@@ -342,6 +342,8 @@ fn single_session_stream_ends_with_the_session() {
     let e = s.next();
     assert_eq!(e["event"]["name"], "exited");
     assert_eq!(e["event"]["payload"], json!({"exit_code": 0}));
+    // The session leader is gone, and with it the terminal's foreground group.
+    assert_eq!(e["event"]["pid"], Value::Null, "{e}");
     assert_eq!(s.next(), json!({"type": "end"}));
     // Already ended: replay then end.
     let mut s = d.open_stream("stream.watch", json!({"session_id": id, "since": 0}));

@@ -649,7 +649,7 @@ impl SessionState {
             if matches!(decision, RestartDecision::Restart(_)) {
                 payload["restart_pending"] = Value::Bool(true);
             }
-            self.mechanical("exited", Some(payload));
+            self.exited_event(payload);
             match decision {
                 RestartDecision::Restart(delay) => {
                     self.view.lifecycle = Lifecycle::Backoff;
@@ -677,7 +677,7 @@ impl SessionState {
             }
             self.lifecycle_changed();
         } else {
-            self.mechanical("exited", Some(payload));
+            self.exited_event(payload);
             self.touch();
             self.publish();
         }

@@ -150,10 +150,29 @@ impl SessionState {
 
     /// [`Self::mechanical`] with an explicit group (the affected one for joins/leaves).
     pub(super) fn mechanical_in(&self, name: &str, payload: Option<Value>, group: Option<String>) {
+        let pid = self.pty.as_ref().and_then(Pty::foreground_pgrp);
+        self.put_on_bus(name, payload, group, pid);
+    }
+
+    /// The `exited` event. Its `pid` (the terminal's foreground group) is null without
+    /// asking the terminal: the child is the session leader, and the kernel takes the
+    /// terminal from its session (`disassociate_ctty`) before the exit can be observed, so
+    /// the answer would be "none" (an `ioctl` per exit saved, 1,000 at once in a group).
+    pub(super) fn exited_event(&self, payload: Value) {
+        self.put_on_bus("exited", Some(payload), self.view.group.clone(), None);
+    }
+
+    fn put_on_bus(
+        &self,
+        name: &str,
+        payload: Option<Value>,
+        group: Option<String>,
+        pid: Option<i32>,
+    ) {
         let _ = self.bus.cast(BusMsg::Publish(Box::new(StreamEvent {
             payload,
             group,
-            pid: self.pty.as_ref().and_then(Pty::foreground_pgrp),
+            pid,
             ..StreamEvent::mechanical(name, &self.view)
         })));
     }
