@@ -123,17 +123,19 @@ impl Daemon {
     /// Start a daemon under an open-files limit of `soft`/`hard` (set by `prlimit` from
     /// util-linux around the binary).
     pub fn start_with_fd_limit(soft: u64, hard: u64) -> Daemon {
+        Daemon::launched_through(&format!(
+            "exec prlimit --nofile={soft}:{hard} -- '{}' \"$@\"",
+            maxx_bin()
+        ))
+    }
+
+    /// Start `maxx daemon` through a shell script whose body is `exec_line` (which execs the
+    /// binary with `"$@"`), written to the test's dir.
+    fn launched_through(exec_line: &str) -> Daemon {
         let tmp = tempfile::Builder::new().prefix("maxx-t").tempdir().unwrap();
         let control = tmp.path().join("ctl");
-        let wrapper = tmp.path().join("maxx-limited");
-        std::fs::write(
-            &wrapper,
-            format!(
-                "#!/bin/sh\nexec prlimit --nofile={soft}:{hard} -- '{}' \"$@\"\n",
-                maxx_bin()
-            ),
-        )
-        .unwrap();
+        let wrapper = tmp.path().join("maxx-wrapped");
+        std::fs::write(&wrapper, format!("#!/bin/sh\n{exec_line}\n")).unwrap();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
         Daemon::launched_from(tmp, control, wrapper)
@@ -152,22 +154,12 @@ impl Daemon {
         if !probe.is_ok_and(|s| s.success()) {
             return None;
         }
-        let tmp = tempfile::Builder::new().prefix("maxx-t").tempdir().unwrap();
-        let control = tmp.path().join("ctl");
-        let wrapper = tmp.path().join("maxx-ptys");
-        std::fs::write(
-            &wrapper,
-            format!(
-                "#!/bin/sh\nexec unshare -m -- sh -c 'mount -t devpts -o \
-                 newinstance,ptmxmode=0666,max={max} devpts /dev/pts && \
-                 mount --bind /dev/pts/ptmx /dev/ptmx && exec \"$0\" \"$@\"' '{}' \"$@\"\n",
-                maxx_bin()
-            ),
-        )
-        .unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
-        Some(Daemon::launched_from(tmp, control, wrapper))
+        Some(Daemon::launched_through(&format!(
+            "exec unshare -m -- sh -c 'mount -t devpts -o newinstance,ptmxmode=0666,max={max} \
+             devpts /dev/pts && mount --bind /dev/pts/ptmx /dev/ptmx && exec \"$0\" \"$@\"' \
+             '{}' \"$@\"",
+            maxx_bin()
+        )))
     }
 
     /// Start a daemon with extra environment (e.g. a profiles file).
