@@ -565,6 +565,7 @@ fn a_create_when_the_kernel_has_no_pty_left_is_refused_pty_exhausted() {
     let message = refused["error"]["message"].as_str().unwrap();
     assert!(message.contains("no pseudo-terminal is free"), "{refused}");
     assert!(message.contains("kernel.pty.max"), "{refused}");
+    assert!(message.contains("this daemon holds 2 of them"), "{refused}");
     assert!(
         refused["error"]["remedy"]
             .as_str()

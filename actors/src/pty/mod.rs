@@ -401,6 +401,7 @@ impl Pty {
             info
         });
         let pump = tokio::spawn(pump(io_fd, gone, input_rx, queued.clone(), output, sink));
+        HELD.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(Pty {
             pump,
             input,
@@ -543,8 +544,18 @@ impl Pty {
     }
 }
 
+/// PTYs this daemon holds: one per session with a surface, an exited one's included (it
+/// keeps its master, and the terminal, until it is closed). Named in `pty_exhausted`.
+static HELD: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// How many PTYs this daemon holds (see [`HELD`]).
+pub fn held() -> usize {
+    HELD.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 impl Drop for Pty {
     fn drop(&mut self) {
+        HELD.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
         self.pump.abort();
         // The session is going away (close, cancel, restart, daemon stop or a failed
         // actor): nobody is left to read this group's output. The keeper drops its master;

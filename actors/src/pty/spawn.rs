@@ -41,6 +41,8 @@ pub struct PtyExhausted {
     pub in_use: Option<u64>,
     /// The system's limit (`/proc/sys/kernel/pty/max`), if readable.
     pub max: Option<u64>,
+    /// How many of them this daemon holds (its sessions', exited ones' included).
+    pub held_here: usize,
 }
 
 impl std::fmt::Display for PtyExhausted {
@@ -53,7 +55,12 @@ impl std::fmt::Display for PtyExhausted {
                  devpts mount may set a lower max=)"
             )?;
         }
-        Ok(())
+        write!(
+            f,
+            "; this daemon holds {} of them (an exited session keeps its PTY until it is \
+             closed)",
+            self.held_here
+        )
     }
 }
 
@@ -72,6 +79,7 @@ pub(super) fn open_failed(e: impl std::fmt::Display) -> io::Error {
         Err(nix::errno::Errno::ENOSPC) => io::Error::other(PtyExhausted {
             in_use: proc_number("/proc/sys/kernel/pty/nr"),
             max: proc_number("/proc/sys/kernel/pty/max"),
+            held_here: super::held(),
         }),
         // Dropped: closes the probe's master.
         Ok(_) | Err(_) => io::Error::other(format!("openpty: {e}")),
