@@ -544,11 +544,12 @@ impl Pty {
     }
 }
 
-/// PTYs this daemon holds: one per session with a surface, an exited one's included (it
-/// keeps its master, and the terminal, until it is closed). Named in `pty_exhausted`.
+/// Counted by [`held`].
 static HELD: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
-/// How many PTYs this daemon holds (see [`HELD`]).
+/// How many PTYs this daemon holds: one per session with a surface, an exited one's
+/// included (it keeps its master, and the terminal, until it is closed). Named in
+/// `pty_exhausted`.
 pub fn held() -> usize {
     HELD.load(std::sync::atomic::Ordering::Relaxed)
 }
