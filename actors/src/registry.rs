@@ -599,10 +599,13 @@ impl Actor for RegistryActor {
                         .insert(new.surface_id.clone(), new.session_id.clone());
                 }
                 index_groups(&mut state.groups, Some(&old), Some(new));
-                let moved = (old.group != new.group)
-                    .then(|| new.group.clone())
-                    .flatten();
-                for g in [old.group, moved].into_iter().flatten() {
+                // Settled once each: its group before, and its new one if it moved.
+                let joined = if new.group != old.group {
+                    new.group.clone()
+                } else {
+                    None
+                };
+                for g in [old.group, joined].into_iter().flatten() {
                     state.settle_group(&g);
                 }
             }

@@ -285,13 +285,10 @@ impl PersistState {
 
     pub(super) fn fell_behind(&mut self, e: &io::Error) {
         use std::sync::atomic::Ordering;
-        // Lines gathered for the next write came before anything now appended: they lead
-        // the backlog (a sync that failed can leave some).
-        if !self.batch.is_empty() {
-            let mut lines = std::mem::take(&mut self.batch);
-            lines.extend_from_slice(&self.backlog);
-            self.backlog = lines;
-        }
+        // Every message but an operation writes the gathered lines before it is handled,
+        // and a failed batch write becomes the backlog: nothing is gathered when the
+        // journal falls behind, so the backlog keeps the operations' order.
+        debug_assert!(self.batch.is_empty(), "lines gathered while falling behind");
         if self.failure.is_none() {
             tracing::error!(error = %e, "journal write failed; mutations are refused until it can be written");
             self.stats.journal_behind.store(1, Ordering::Relaxed);

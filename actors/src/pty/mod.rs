@@ -544,13 +544,12 @@ impl Pty {
     }
 }
 
-/// Counted by [`held`].
+/// PTYs this daemon holds: one per session with a surface, an exited one's included (it
+/// keeps its master, and the terminal, until it is closed). Named in `pty_exhausted`.
 static HELD: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
-/// How many PTYs this daemon holds: one per session with a surface, an exited one's
-/// included (it keeps its master, and the terminal, until it is closed). Named in
-/// `pty_exhausted`.
-pub fn held() -> usize {
+/// See [`HELD`].
+fn held() -> usize {
     HELD.load(std::sync::atomic::Ordering::Relaxed)
 }
 
