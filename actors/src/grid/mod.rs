@@ -154,6 +154,75 @@ pub struct Row {
     pub input: bool,
 }
 
+/// Logical lines as one text, each ended by `\n` (soft-wrapped rows joined), built row by
+/// row straight from the cells: what the pending-pattern matcher reads. One buffer, no
+/// string per row: with a text wait pending during a flood every row that scrolls passes
+/// through here (a `String` per row and the join after it cost ~30% of the parse itself,
+/// measured).
+#[derive(Default)]
+pub struct Lines {
+    text: String,
+    /// The logical lines (by index) holding a cell written between OSC 133 `B` and `C`.
+    input: Vec<usize>,
+    /// Logical lines ended so far.
+    ended: usize,
+    /// The last row pushed continues onto the next (its line is not ended yet).
+    open: bool,
+    /// The open line holds an input cell.
+    open_input: bool,
+}
+
+impl Lines {
+    /// Add `line` of `grid` (0.. the viewport, negative lines history).
+    pub fn push_row(&mut self, grid: &Grid, line: i32) {
+        let (wrapped, input) = grid.row_into(line, &mut self.text);
+        self.open_input |= input;
+        self.open = wrapped;
+        if !wrapped {
+            self.end_line();
+        }
+    }
+
+    fn end_line(&mut self) {
+        self.text.push('\n');
+        if std::mem::take(&mut self.open_input) {
+            self.input.push(self.ended);
+        }
+        self.ended += 1;
+        self.open = false;
+    }
+
+    /// End the last line if its row wrapped (nothing follows it).
+    pub fn finish(&mut self) {
+        if self.open {
+            self.end_line();
+        }
+    }
+
+    /// The ended lines, in order, each with whether it holds an input cell.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, bool)> + '_ {
+        let mut input = self.input.iter().peekable();
+        self.text
+            .split_terminator('\n')
+            .enumerate()
+            .map(move |(i, line)| (line, input.next_if_eq(&&i).is_some()))
+    }
+
+    /// All ended lines, `\n` after each.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Lines ended so far.
+    pub fn len(&self) -> usize {
+        self.ended
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ended == 0 && !self.open
+    }
+}
+
 /// The mark [`Grid::take_unscanned`] leaves on the newest history row it looked at: the
 /// one bit of alacritty's 16-bit cell flags it does not define (nothing in alacritty reads
 /// or clears unknown bits; a row's cells are reset only when the row is reused).
@@ -313,7 +382,9 @@ pub struct Grid {
     unscanned_bytes: usize,
     /// The rows that scrolled into history since the matcher last looked, their text taken
     /// by [`Grid::feed_scanning`] just after they scrolled (see there).
-    scrolled: Vec<Row>,
+    scrolled: Lines,
+    /// Rows in `scrolled`.
+    scrolled_rows: usize,
     /// More scrolled than `scrolled` may hold, or the mark was lost: the matcher's next
     /// look takes the whole history ([`Grid::take_scrolled`]).
     scrolled_all: bool,
@@ -344,7 +415,8 @@ impl Grid {
             fed: 0,
             scrollback,
             unscanned_bytes: 0,
-            scrolled: Vec::new(),
+            scrolled: Lines::default(),
+            scrolled_rows: 0,
             scrolled_all: false,
         }
     }
@@ -411,23 +483,28 @@ impl Grid {
             // Where the mark went (evicted, cleared, reflowed) all history counts as new,
             // as at the look (never more than the history holds).
             let n = self.count_scrolled();
-            if self.scrolled.len() + n > self.scrollback {
+            if self.scrolled_rows + n > self.scrollback {
                 // More than the history holds: the next look reads the whole history, once,
                 // rather than the buffer growing past it.
                 self.scrolled_all = true;
-                self.scrolled = Vec::new();
+                self.scrolled = Lines::default();
+                self.scrolled_rows = 0;
                 continue;
             }
+            let mut lines = std::mem::take(&mut self.scrolled);
             for line in -(n as i32)..0 {
-                let row = self.row(line);
-                self.scrolled.push(row);
+                lines.push_row(self, line);
             }
+            self.scrolled = lines;
+            self.scrolled_rows += n;
         }
     }
 
     /// The rows that scrolled into history since the last call (or [`Grid::take_unscanned`]),
-    /// oldest first: those [`Grid::feed_scanning`] kept and those scrolled since.
-    pub fn take_scrolled(&mut self) -> Vec<Row> {
+    /// oldest first, as lines: those [`Grid::feed_scanning`] kept and those scrolled since.
+    /// The last line stays open if its row wrapped (push the rows that follow it, then
+    /// [`Lines::finish`]).
+    pub fn take_scrolled(&mut self) -> Lines {
         self.unscanned_bytes = 0;
         // Counting also moves the mark, so it runs either way.
         let since = self.count_scrolled();
@@ -436,11 +513,12 @@ impl Grid {
         } else {
             since
         };
-        let mut rows = std::mem::take(&mut self.scrolled);
+        self.scrolled_rows = 0;
+        let mut lines = std::mem::take(&mut self.scrolled);
         for line in -(n as i32)..0 {
-            rows.push(self.row(line));
+            lines.push_row(self, line);
         }
-        rows
+        lines
     }
 
     /// Release what a synchronized-update block (DEC 2026) holds back: a read wants it all.
@@ -462,7 +540,8 @@ impl Grid {
     /// feeds, wraps, `CSI S`, index.
     pub fn take_unscanned(&mut self) -> usize {
         self.unscanned_bytes = 0;
-        self.scrolled = Vec::new();
+        self.scrolled = Lines::default();
+        self.scrolled_rows = 0;
         self.scrolled_all = false;
         self.count_scrolled()
     }
@@ -613,6 +692,18 @@ impl Grid {
 
     /// A row: `line` 0.. is the viewport, negative lines are history (-1 = newest).
     pub fn row(&self, line: i32) -> Row {
+        let mut text = String::new();
+        let (wrapped, input) = self.row_into(line, &mut text);
+        Row {
+            text,
+            wrapped,
+            input,
+        }
+    }
+
+    /// Append the text of a row ([`Grid::row`]) to `text`; whether the row wraps and
+    /// whether it holds an input cell.
+    fn row_into(&self, line: i32, text: &mut String) -> (bool, bool) {
         let row = &self.term.grid()[Line(line)];
         let cells: &[Cell] = &row[..];
         // Only the cells up to the last one that holds anything: most rows are far shorter
@@ -621,7 +712,8 @@ impl Grid {
             .iter()
             .rposition(|cell| cell.c != ' ' || cell.extra.is_some())
             .map_or(0, |c| c + 1);
-        let mut text = String::with_capacity(used);
+        let start = text.len();
+        text.reserve(used);
         let mut input = false;
         const SPACERS: Flags = Flags::WIDE_CHAR_SPACER.union(Flags::LEADING_WIDE_CHAR_SPACER);
         for cell in &cells[..used] {
@@ -644,13 +736,9 @@ impl Grid {
         let wrapped = cells
             .last()
             .is_some_and(|c| c.flags.contains(Flags::WRAPLINE));
-        let trimmed = text.trim_end_matches(' ').len();
+        let trimmed = start + text[start..].trim_end_matches(' ').len();
         text.truncate(trimmed);
-        Row {
-            text,
-            wrapped,
-            input,
-        }
+        (wrapped, input)
     }
 }
 
@@ -673,29 +761,6 @@ pub fn logical(rows: &[Row]) -> Vec<String> {
 /// The logical lines that hold no OSC 133 input cell (`wait --output-only`).
 pub fn output_lines(rows: &[Row]) -> Vec<String> {
     join(rows, false)
-}
-
-/// [`logical`], taking the rows: a row that is a whole line by itself (most are) becomes
-/// that line without a copy.
-pub fn logical_owned(rows: Vec<Row>) -> Vec<String> {
-    let mut out = Vec::with_capacity(rows.len());
-    let mut current = String::new();
-    let mut open = false;
-    for r in rows {
-        if !open && !r.wrapped {
-            out.push(r.text);
-            continue;
-        }
-        current.push_str(&r.text);
-        open = r.wrapped;
-        if !r.wrapped {
-            out.push(std::mem::take(&mut current));
-        }
-    }
-    if open {
-        out.push(current);
-    }
-    out
 }
 
 /// Logical lines; those holding an input cell on any of their rows only with `keep_input`.
@@ -778,7 +843,9 @@ mod tests {
             let (mut taken, mut expected) = (Vec::new(), Vec::new());
             for part in out.as_bytes().chunks(50_000) {
                 scanning.feed_scanning(part);
-                taken.extend(scanning.take_scrolled().into_iter().map(|r| r.text));
+                let mut lines = scanning.take_scrolled();
+                lines.finish();
+                taken.extend(lines.iter().map(|(l, _)| l.to_string()));
                 plain.feed(part);
                 let n = plain.take_unscanned().min(plain.history()) as i32;
                 expected.extend((-n..0).map(|l| plain.row(l).text));
@@ -796,7 +863,7 @@ mod tests {
         out.push_str("\x1b[3J");
         g.feed_scanning(out.as_bytes());
         assert_eq!(g.history(), 0);
-        assert!(g.take_scrolled().iter().any(|r| r.text == "NEEDLE"));
+        assert!(g.take_scrolled().iter().any(|(l, _)| l == "NEEDLE"));
     }
 
     #[test]
@@ -833,26 +900,36 @@ mod tests {
     }
 
     #[test]
-    fn owned_logical_lines_equal_borrowed_ones() {
-        let row = |t: &str, wrapped: bool| Row {
-            text: t.into(),
-            wrapped,
-            input: false,
-        };
-        for rows in [
-            vec![row("abc", true), row("def", false), row("g", false)],
-            vec![row("", false), row("x", true), row("", true)],
-            vec![
-                row("a", true),
-                row("", true),
-                row("b", false),
-                row("", false),
-            ],
-            vec![row("", true)],
-            vec![row("a", false), row("", true), row("", true)],
-        ] {
-            let want = logical(&rows);
-            assert_eq!(logical_owned(rows), want);
+    fn lines_built_from_cells_equal_the_joined_rows() {
+        // Wraps (one across the history/viewport boundary), blank lines, a wrapped blank
+        // row, OSC 133 input, and a last row that wraps onto nothing yet.
+        let out =
+            "abcdefghijklmno\r\n\r\nx\r\n\x1b]133;B\x07typed input that wraps\x1b]133;C\x07\r\n\
+                   0123456789          z\r\nout\r\n0123456789abcdefghij";
+        for rows_on_screen in [2u16, 3, 4, 20] {
+            let g = Grid::materialise(10, rows_on_screen, 100, out.as_bytes());
+            let rows: Vec<Row> = (-(g.history() as i32)..g.rows() as i32)
+                .map(|l| g.row(l))
+                .collect();
+            let mut lines = Lines::default();
+            for l in -(g.history() as i32)..0 {
+                lines.push_row(&g, l);
+            }
+            for l in 0..g.rows() as i32 {
+                lines.push_row(&g, l);
+            }
+            lines.finish();
+            let all: Vec<String> = lines.iter().map(|(l, _)| l.to_string()).collect();
+            let output: Vec<String> = lines
+                .iter()
+                .filter(|(_, input)| !input)
+                .map(|(l, _)| l.to_string())
+                .collect();
+            assert_eq!(all, logical(&rows), "{rows_on_screen} rows");
+            assert_eq!(output, output_lines(&rows), "{rows_on_screen} rows");
+            assert_eq!(lines.len(), all.len());
+            assert!(all.iter().any(|l| l == "typed input that wraps"));
+            assert!(!output.iter().any(|l| l.contains("typed")));
         }
     }
 
@@ -1064,7 +1141,9 @@ mod tests {
 
 /// `MAXX_FEED_FILE=/tmp/out100.txt cargo test --release -p maxx-actors --lib feed_speed --
 /// --ignored --nocapture`: the parse alone, outside a PTY (the file from `maxx-bench
-/// gen-output`), in the pump's 64 KiB slices.
+/// gen-output`), in the pump's 64 KiB slices. `MAXX_FEED_WATCH=1`: as with a text wait
+/// pending (rows taken as they scroll, a look every 640 KiB); `MAXX_FEED_SB` the history,
+/// `MAXX_FEED_RUNS` how many times (default 2).
 #[cfg(test)]
 #[test]
 #[ignore]
@@ -1073,7 +1152,11 @@ fn feed_speed() {
         return;
     };
     let bytes = std::fs::read(path).unwrap();
-    for _ in 0..2 {
+    let runs = std::env::var("MAXX_FEED_RUNS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2);
+    for _ in 0..runs {
         let sb = std::env::var("MAXX_FEED_SB")
             .ok()
             .and_then(|s| s.parse().ok())
@@ -1094,8 +1177,26 @@ fn feed_speed() {
             .unwrap_or(0);
         let (mut ck_s, mut ck_n, mut ck_len, mut since) = (0.0, 0, 0, 0);
         let t = cpu();
+        let watch = std::env::var("MAXX_FEED_WATCH").is_ok();
+        let mut looked = 0usize;
+        let mut lines_seen = 0usize;
         for chunk in bytes.chunks(64 * 1024) {
-            g.feed(chunk);
+            if watch {
+                g.feed_scanning(chunk);
+                looked += chunk.len();
+                if looked >= 640 * 1024 {
+                    looked = 0;
+                    let mut lines = g.take_scrolled();
+                    for line in 0..g.rows() as i32 {
+                        lines.push_row(&g, line);
+                    }
+                    lines.finish();
+                    lines_seen += lines.len();
+                    assert!(!lines.text().contains("DONE"));
+                }
+            } else {
+                g.feed(chunk);
+            }
             since += chunk.len();
             if every > 0 && since >= every {
                 since = 0;
@@ -1111,7 +1212,7 @@ fn feed_speed() {
             println!("{ck_n} checkpoints, {ck_s:.3} CPU-s, last {ck_len} bytes");
         }
         println!(
-            "fed {} MB in {s:.3} CPU-s = {:.1} MB/s; history {}",
+            "fed {} MB in {s:.3} CPU-s = {:.1} MB/s; history {}; lines matched {lines_seen}",
             bytes.len() / 1_000_000,
             bytes.len() as f64 / 1e6 / s,
             g.history()

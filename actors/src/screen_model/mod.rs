@@ -45,11 +45,11 @@ pub mod store;
 pub use pool::{pool, Pool};
 
 use crate::answers::{self, GridQuery, Prepared};
-use crate::grid::{logical, logical_owned, output_lines, Grid, RawRing, Row};
+use crate::grid::{Grid, Lines, RawRing, Row};
 use crate::screen::{LightScreen, ScreenEvent, ScreenFlags};
 use forward::Forwarder;
 use maxx_protocol::limits::{MIN_COLS, RAW_RING_BYTES};
-use maxx_protocol::request::TextWait;
+use maxx_protocol::request::{TextPattern, TextWait};
 use pool::{Job, Looked};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -90,18 +90,24 @@ pub enum Watch {
 }
 
 impl Watch {
-    /// Whether the pattern is on `lines` (all logical lines) or, for an output-only wait,
-    /// on `output` (those holding no OSC 133 input).
-    fn matches(&self, lines: &[String], output: &[String]) -> bool {
+    /// Whether the pattern is on one of `lines` (for an output-only wait, on one holding no
+    /// OSC 133 input).
+    fn matches(&self, lines: &Lines) -> bool {
         match self {
-            Watch::Text(t) if t.output_only => output.iter().any(|l| t.pattern.matches(l)),
-            Watch::Text(t) => lines.iter().any(|l| t.pattern.matches(l)),
-            Watch::Run(re) => lines.iter().any(|l| re.is_match(l)),
+            Watch::Text(t) if t.output_only => lines
+                .iter()
+                .any(|(l, input)| !input && t.pattern.matches(l)),
+            // A literal without a line break is on a line exactly when it is in the text
+            // the lines make (each ends in one): one search instead of one per line.
+            Watch::Text(TextWait {
+                pattern: TextPattern::Literal(s),
+                ..
+            }) if !s.contains('\n') => {
+                memchr::memmem::find(lines.text().as_bytes(), s.as_bytes()).is_some()
+            }
+            Watch::Text(t) => lines.iter().any(|(l, _)| t.pattern.matches(l)),
+            Watch::Run(re) => lines.iter().any(|(l, _)| re.is_match(l)),
         }
-    }
-
-    fn output_only(&self) -> bool {
-        matches!(self, Watch::Text(t) if t.output_only)
     }
 }
 
@@ -660,19 +666,17 @@ impl ScreenModel {
         let mut guard = lock(&self.grid);
         let Some(grid) = guard.as_mut() else { return };
         grid.finish_feed();
-        let mut rows = grid.take_scrolled();
-        rows.extend(recent_rows(grid, 0));
+        let mut lines = grid.take_scrolled();
+        for line in 0..grid.rows() as i32 {
+            lines.push_row(grid, line);
+        }
+        lines.finish();
         drop(guard);
         // Match without holding the watches' lock (the session actor sets them).
         let watches = lock(&self.watches).clone();
-        let (lines, output) = if watches.iter().any(|(_, w)| w.output_only()) {
-            (logical(&rows), output_lines(&rows))
-        } else {
-            (logical_owned(rows), Vec::new())
-        };
         let matched: Vec<u64> = watches
             .iter()
-            .filter(|(_, w)| w.matches(&lines, &output))
+            .filter(|(_, w)| w.matches(&lines))
             .map(|(id, _)| *id)
             .collect();
         if matched.is_empty() {
