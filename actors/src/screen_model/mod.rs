@@ -749,6 +749,35 @@ pub(super) mod tests {
         }
     }
 
+    #[test]
+    fn a_pattern_matches_within_one_line_never_across_two() {
+        let g = Grid::materialise(10, 3, 10, b"abc\r\ndef\r\n\x1b]133;B\x07typed");
+        let mut lines = Lines::default();
+        for line in 0..g.rows() as i32 {
+            lines.push_row(&g, line);
+        }
+        lines.finish();
+        let regex = |r: &str| TextWait {
+            pattern: TextPattern::Regex(regex::Regex::new(r).unwrap()),
+            output_only: false,
+        };
+        let yes = |w: TextWait| Watch::Text(w).matches(&lines);
+        assert!(yes(literal("bc")) && yes(literal("def")) && yes(literal("")));
+        // The buffer holds "abc\ndef\n…": the literal search must not see across the break.
+        assert!(!yes(literal("cd")) && !yes(literal("c\nd")) && !yes(literal("abcdef")));
+        assert!(yes(regex("^def$")) && !yes(regex("c.d")) && !yes(regex(r"c\sd")));
+        assert!(yes(literal("typed")));
+        let output_only = TextWait {
+            output_only: true,
+            ..literal("typed")
+        };
+        assert!(!yes(output_only));
+        assert!(yes(TextWait {
+            output_only: true,
+            ..literal("abc")
+        }));
+    }
+
     /// A model, the matches it reports, the answers it writes, and its generation.
     type Harness = (
         Arc<ScreenModel>,
