@@ -662,7 +662,25 @@ impl Grid {
         // the screen depended on which row alacritty happened to reuse (measured: 555 of
         // 20,000 random streams with resizes). Every row now counts as used in full, and the
         // spare rows go (alacritty makes fresh ones when history grows again).
-        let grid = self.term.grid_mut();
+        Grid::count_rows_used(self.term.grid_mut());
+        if !self.alt_screen() {
+            // The hidden alternate grid was resized too; alacritty clears it on the next
+            // entry, only up to the same counts. Reached the one way alacritty allows, a
+            // swap there and back. Its effects: the alternate grid is cleared and given the
+            // main cursor (what every entry does anyway), the main saved cursor is
+            // overwritten (put back below), keyboard modes swapped twice (unused: maxx's
+            // grid has the kitty protocol off), selection and damage (unused).
+            let saved = self.term.grid().saved_cursor.clone();
+            self.term.swap_alt();
+            Grid::count_rows_used(self.term.grid_mut());
+            self.term.swap_alt();
+            self.term.grid_mut().saved_cursor = saved;
+        }
+    }
+
+    /// Count every row of `grid` as used in full and drop its spare rows (see
+    /// [`Grid::resize`]).
+    fn count_rows_used(grid: &mut alacritty_terminal::grid::Grid<Cell>) {
         for line in -(grid.history_size() as i32)..grid.screen_lines() as i32 {
             std::ops::IndexMut::index_mut(&mut grid[Line(line)], ..);
         }
@@ -978,6 +996,74 @@ mod tests {
             proptest::prop_assert_eq!(all(&grid), all(&fresh));
             proptest::prop_assert_eq!(grid.cursor(), fresh.cursor());
         }
+    }
+
+    proptest::proptest! {
+        /// After any output and resizes on the main screen, a program entering the
+        /// alternate screen finds it blank (alacritty clears the hidden alternate grid at
+        /// entry only up to the cells it counts as used, and resizing it undercounts them).
+        #[test]
+        fn the_alternate_screen_starts_blank_after_resizes(
+            steps in proptest::collection::vec(
+                (
+                    proptest::prop_oneof![
+                        4 => recycling_piece(),
+                        1 => proptest::strategy::Just(b"\x1b[?1049h".to_vec()),
+                        1 => proptest::strategy::Just(b"\x1b[?1049l".to_vec()),
+                    ],
+                    proptest::option::weighted(0.15, (2u16..36, 1u16..14)),
+                ),
+                1..150,
+            ),
+        ) {
+            let mut grid = Grid::new(20, 6, 50);
+            for (bytes, resize) in &steps {
+                if let (Some((cols, rows)), false) = (resize, grid.alt_screen()) {
+                    grid.resize(*cols, *rows);
+                }
+                grid.feed(bytes);
+            }
+            grid.feed(b"\x1b[?1049l\x1b[?1049h");
+            let bg = grid.term.grid().cursor.template.bg;
+            let term = grid.term.grid();
+            for line in 0..grid.rows() as i32 {
+                for cell in &term[Line(line)][..] {
+                    proptest::prop_assert_eq!(cell, &Cell { bg, ..Cell::default() });
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_resize_on_the_main_screen_changes_nothing_alacritty_would_not() {
+        // The swap to the hidden alternate grid and back must leave the main screen, its
+        // cursor, its saved cursor and the modes as alacritty's own resize leaves them.
+        // The cursor saved (DECSC, in red) differs from the cursor at the resize.
+        let before =
+            "one\r\ntwo\x1b[?1049hin alt\x1b[?1049l\x1b[1;2H\x1b[1;31m\x1b7\x1b[0m\x1b[4;2Hthree";
+        let after = "\x1b8X\x1b[?1049hfresh\x1b[?1049l\r\nmore";
+        let mut grid = Grid::new(20, 6, 50);
+        let mut raw = Grid::term(20, 6, 50);
+        let mut parser: Processor = Processor::new();
+        grid.feed(before.as_bytes());
+        parser.advance(&mut raw, before.as_bytes());
+        grid.resize(30, 8);
+        raw.resize(Size { cols: 30, rows: 8 });
+        let state = |t: &Term<alacritty_terminal::event::VoidListener>| {
+            let g = t.grid();
+            let rows: Vec<Vec<Cell>> = (-(g.history_size() as i32)..g.screen_lines() as i32)
+                .map(|l| g[Line(l)][..].to_vec())
+                .collect();
+            (rows, g.cursor.point, g.saved_cursor.point, *t.mode())
+        };
+        assert_eq!(state(&grid.term), state(&raw));
+        grid.feed(after.as_bytes());
+        parser.advance(&mut raw, after.as_bytes());
+        assert_eq!(state(&grid.term), state(&raw));
+        assert_eq!(
+            grid.term.grid().saved_cursor.template,
+            raw.grid().saved_cursor.template
+        );
     }
 
     #[test]
