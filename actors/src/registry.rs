@@ -104,6 +104,20 @@ pub enum RegistryMsg {
     Select(Selector, RpcReplyPort<Result<String, ErrorBody>>),
     /// The actor owning a surface.
     ResolveSurface(String, RpcReplyPort<Option<ActorRef<SessionMsg>>>),
+    /// A new session's actor is being started (sent before its program is spawned): a
+    /// `Resolve`, `Get` or `Lifecycle` naming it waits for its `Register` instead of
+    /// answering "no such session", so its own program, which may ask about itself at once,
+    /// never finds it missing.
+    Creating(String),
+    /// That start failed: what waited for the session answers "no such session".
+    CreateFailed(String),
+}
+
+/// A request for a session whose actor is being started, answered when it registers.
+enum Parked {
+    Resolve(RpcReplyPort<Option<Resolved>>),
+    Get(RpcReplyPort<Option<SessionView>>),
+    Lifecycle(RpcReplyPort<Option<Lifecycle>>),
 }
 
 /// A routing answer.
@@ -281,6 +295,8 @@ pub struct RegistryState {
     dormant: BTreeSet<(SystemTime, String)>,
     /// How many of them are kept.
     retain: usize,
+    /// New sessions whose actors are starting, with the requests waiting for them.
+    creating: HashMap<String, Vec<Parked>>,
 }
 
 impl RegistryState {
@@ -299,6 +315,25 @@ impl RegistryState {
             waker: None,
             dormant: BTreeSet::new(),
             retain,
+            creating: HashMap::new(),
+        }
+    }
+
+    /// Answer a request that waited for a starting session, from the table as it is now.
+    fn answer_parked(&self, id: &str, parked: Parked) {
+        match parked {
+            Parked::Resolve(reply) => {
+                let _ = reply.send(self.sessions.get(id).map(|e| Resolved {
+                    actor: e.actor.clone(),
+                    lifecycle: e.view.lifecycle,
+                }));
+            }
+            Parked::Get(reply) => {
+                let _ = reply.send(self.view(id));
+            }
+            Parked::Lifecycle(reply) => {
+                let _ = reply.send(self.sessions.get(id).map(|e| e.view.lifecycle));
+            }
         }
     }
 
@@ -579,6 +614,9 @@ impl Actor for RegistryActor {
                         }
                     }
                 }
+                for parked in state.creating.remove(&id).unwrap_or_default() {
+                    state.answer_parked(&id, parked);
+                }
                 if focus {
                     state.focus(id);
                 }
@@ -730,9 +768,12 @@ impl Actor for RegistryActor {
                     }
                 }
             }
-            RegistryMsg::Get(id, reply) => {
-                let _ = reply.send(state.view(&id));
-            }
+            RegistryMsg::Get(id, reply) => match state.creating.get_mut(&id) {
+                Some(parked) => parked.push(Parked::Get(reply)),
+                None => {
+                    let _ = reply.send(state.view(&id));
+                }
+            },
             RegistryMsg::List(p, reply) => {
                 // A group filter starts from the group's members (a supervisor listing its
                 // group pays for the group, not for every record the daemon keeps).
@@ -772,6 +813,11 @@ impl Actor for RegistryActor {
             RegistryMsg::Select(selector, reply) => {
                 let _ = reply.send(state.select(&selector));
             }
+            RegistryMsg::Resolve(id, reply) if state.creating.contains_key(&id) => {
+                if let Some(parked) = state.creating.get_mut(&id) {
+                    parked.push(Parked::Resolve(reply));
+                }
+            }
             RegistryMsg::Resolve(id, reply) => {
                 state.wake(&id).await;
                 let _ = reply.send(state.sessions.get(&id).map(|e| Resolved {
@@ -802,8 +848,21 @@ impl Actor for RegistryActor {
                 }
             }
             RegistryMsg::Wire(waker) => state.waker = Some(waker),
+            RegistryMsg::Lifecycle(id, reply) if state.creating.contains_key(&id) => {
+                if let Some(parked) = state.creating.get_mut(&id) {
+                    parked.push(Parked::Lifecycle(reply));
+                }
+            }
             RegistryMsg::Lifecycle(id, reply) => {
                 let _ = reply.send(state.sessions.get(&id).map(|e| e.view.lifecycle));
+            }
+            RegistryMsg::Creating(id) => {
+                state.creating.entry(id).or_default();
+            }
+            RegistryMsg::CreateFailed(id) => {
+                for parked in state.creating.remove(&id).unwrap_or_default() {
+                    state.answer_parked(&id, parked);
+                }
             }
             RegistryMsg::ResolveSurface(surface, reply) => {
                 let actor = state
@@ -1113,5 +1172,92 @@ mod tests {
         kept.sort_unstable();
         assert_eq!(kept, ["fresh", "live"]);
         assert_eq!(s.stats.records_dropped.load(Ordering::Relaxed), 1);
+    }
+
+    /// A session actor that takes every message and does nothing.
+    struct Nop;
+
+    impl Actor for Nop {
+        type Msg = SessionMsg;
+        type State = ();
+        type Arguments = ();
+        async fn pre_start(
+            &self,
+            _: ActorRef<SessionMsg>,
+            _: (),
+        ) -> Result<(), ActorProcessingErr> {
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_starting_session_is_waited_for_not_reported_missing() {
+        let (registry, _) = Actor::spawn(
+            None,
+            RegistryActor,
+            RegistryArgs {
+                stats: Arc::new(Stats::default()),
+                retain: 10,
+            },
+        )
+        .await
+        .unwrap();
+        let ask_resolve = |id: &str| {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            registry
+                .cast(RegistryMsg::Resolve(id.into(), tx.into()))
+                .unwrap();
+            rx
+        };
+        let ask_get = |id: &str| {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            registry
+                .cast(RegistryMsg::Get(id.into(), tx.into()))
+                .unwrap();
+            rx
+        };
+        // Anything answered after a request was sent means that request was handled.
+        let handled = || async {
+            ractor::call!(registry, RegistryMsg::Focused).unwrap();
+        };
+
+        registry.cast(RegistryMsg::Creating("new".into())).unwrap();
+        let mut resolve = ask_resolve("new");
+        let mut get = ask_get("new");
+        // A session nobody is creating is missing at once.
+        let unknown = ask_resolve("other");
+        handled().await;
+        assert!(unknown.await.unwrap().is_none());
+        assert!(resolve.try_recv().is_err(), "held until it registers");
+        assert!(get.try_recv().is_err(), "held until it registers");
+
+        let (actor, _) = Actor::spawn(None, Nop, ()).await.unwrap();
+        registry
+            .cast(RegistryMsg::Register {
+                view: Box::new(view("new", None, "running")),
+                actor: actor.clone(),
+                focus: false,
+            })
+            .unwrap();
+        let resolved = resolve.await.unwrap().expect("found once registered");
+        assert_eq!(resolved.actor.map(|a| a.get_id()), Some(actor.get_id()));
+        assert_eq!(get.await.unwrap().unwrap().session_id, "new");
+        // Registered: answered at once from now on.
+        assert!(ask_resolve("new").await.unwrap().is_some());
+
+        // A start that fails: what waited answers "no such session".
+        registry
+            .cast(RegistryMsg::Creating("doomed".into()))
+            .unwrap();
+        let mut waiting = ask_resolve("doomed");
+        handled().await;
+        assert!(waiting.try_recv().is_err());
+        registry
+            .cast(RegistryMsg::CreateFailed("doomed".into()))
+            .unwrap();
+        assert!(waiting.await.unwrap().is_none());
+        assert!(ask_resolve("doomed").await.unwrap().is_none());
+        actor.stop(None);
+        registry.stop(None);
     }
 }

@@ -128,6 +128,15 @@ impl SupervisorState {
                 "could not start the session: the daemon is stopping",
             ));
         }
+        // A new session's program may ask the daemon about itself before its actor has
+        // registered: the registry holds such requests until it does (or the start fails).
+        let fresh = matches!(start, SessionStart::New { .. });
+        if fresh {
+            let _ = self
+                .args
+                .registry
+                .cast(RegistryMsg::Creating(session_id.clone()));
+        }
         let args = SessionArgs {
             session_id: session_id.clone(),
             start,
@@ -136,12 +145,17 @@ impl SupervisorState {
             bus: self.args.bus.clone(),
             persist: self.args.persist.clone(),
         };
-        let (actor, _) = Actor::spawn_linked(None, SessionActor, args, supervisor.get_cell())
-            .await
-            .map_err(|e| match crate::pty::pty_exhausted(&e) {
-                Some(p) => ErrorBody::new(ErrorCode::PtyExhausted, p.to_string()),
-                None => ErrorBody::internal(format!("could not start the session: {e}")),
-            })?;
+        let spawned = Actor::spawn_linked(None, SessionActor, args, supervisor.get_cell()).await;
+        if spawned.is_err() && fresh {
+            let _ = self
+                .args
+                .registry
+                .cast(RegistryMsg::CreateFailed(session_id.clone()));
+        }
+        let (actor, _) = spawned.map_err(|e| match crate::pty::pty_exhausted(&e) {
+            Some(p) => ErrorBody::new(ErrorCode::PtyExhausted, p.to_string()),
+            None => ErrorBody::internal(format!("could not start the session: {e}")),
+        })?;
         self.sessions
             .insert(actor.get_id(), (session_id, actor.clone()));
         Ok(actor)
