@@ -62,5 +62,7 @@ pub mod screen_model;
 pub mod session;
 pub mod session_supervisor;
 pub mod stats;
+#[cfg(test)]
+mod test_actors;
 
 pub use daemon::{run, DaemonConfig, DaemonError};

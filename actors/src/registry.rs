@@ -1174,22 +1174,6 @@ mod tests {
         assert_eq!(s.stats.records_dropped.load(Ordering::Relaxed), 1);
     }
 
-    /// A session actor that takes every message and does nothing.
-    struct Nop;
-
-    impl Actor for Nop {
-        type Msg = SessionMsg;
-        type State = ();
-        type Arguments = ();
-        async fn pre_start(
-            &self,
-            _: ActorRef<SessionMsg>,
-            _: (),
-        ) -> Result<(), ActorProcessingErr> {
-            Ok(())
-        }
-    }
-
     #[tokio::test]
     async fn a_starting_session_is_waited_for_not_reported_missing() {
         let (registry, _) = Actor::spawn(
@@ -1231,7 +1215,7 @@ mod tests {
         assert!(resolve.try_recv().is_err(), "held until it registers");
         assert!(get.try_recv().is_err(), "held until it registers");
 
-        let (actor, _) = Actor::spawn(None, Nop, ()).await.unwrap();
+        let actor: ActorRef<SessionMsg> = crate::test_actors::sink().await;
         registry
             .cast(RegistryMsg::Register {
                 view: Box::new(view("new", None, "running")),

@@ -300,26 +300,8 @@ impl Actor for SessionSupervisor {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_actors::sink;
     use maxx_protocol::request::CreateParams;
-
-    /// Stands in for the registry, persistence and bus: takes every message, does nothing.
-    struct Sink<M>(std::marker::PhantomData<fn() -> M>);
-
-    impl<M: ractor::Message> Actor for Sink<M> {
-        type Msg = M;
-        type State = ();
-        type Arguments = ();
-        async fn pre_start(&self, _: ActorRef<M>, _: ()) -> Result<(), ActorProcessingErr> {
-            Ok(())
-        }
-    }
-
-    async fn sink<M: ractor::Message>() -> ActorRef<M> {
-        Actor::spawn(None, Sink(std::marker::PhantomData), ())
-            .await
-            .unwrap()
-            .0
-    }
 
     /// Daemon stop: `StopAll` answers once every session actor has stopped *and* its state
     /// (so its `Pty`, which hangs up the child) has been dropped, and nothing starts after

@@ -777,9 +777,7 @@ mod tests {
     /// line in the file.
     #[test]
     fn queued_operations_take_one_write_before_the_acknowledgement_behind_them() {
-        let tmp = std::env::temp_dir().join(format!("maxx-batch-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&tmp);
-        let dir = ControlDir::prepare(&tmp).unwrap();
+        let (tmp, dir) = super::tests_support::fresh_dir("batch");
         let stats = Arc::new(Stats::default());
         let rt = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
@@ -839,9 +837,7 @@ mod tests {
     /// operation is held in memory and reaches disk with the next successful snapshot.
     #[test]
     fn a_journal_write_past_its_cap_is_refused_and_caught_up_by_a_snapshot() {
-        let tmp = std::env::temp_dir().join(format!("maxx-jcap-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&tmp);
-        let dir = ControlDir::prepare(&tmp).unwrap();
+        let (tmp, dir) = super::tests_support::fresh_dir("jcap");
         let stats = Arc::new(Stats::default());
         let mut st = PersistState::new(dir.clone(), false, stats.clone(), RETENTION_COUNT);
         st.write_journal(b"").unwrap();
@@ -875,9 +871,7 @@ mod tests {
 
     #[test]
     fn journal_replay_is_idempotent_and_survives_a_torn_line() {
-        let tmp = std::env::temp_dir().join(format!("maxx-persist-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&tmp);
-        let dir = ControlDir::prepare(&tmp).unwrap();
+        let (tmp, dir) = super::tests_support::fresh_dir("persist");
         let now = SystemTime::now();
         let v = view(7, Lifecycle::Running, now);
         let id = v.session_id.clone();
@@ -919,9 +913,7 @@ mod tests {
 
     #[test]
     fn a_dropped_record_stays_dropped_on_replay_and_in_the_next_snapshot() {
-        let tmp = std::env::temp_dir().join(format!("maxx-drop-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&tmp);
-        let dir = ControlDir::prepare(&tmp).unwrap();
+        let (tmp, dir) = super::tests_support::fresh_dir("drop");
         let now = SystemTime::now();
         let (gone, kept) = (
             view(1, Lifecycle::Closed, now),
@@ -974,9 +966,7 @@ mod fold_tests {
     /// every line), and the first fold that goes through truncates the journal.
     #[test]
     fn a_failing_fold_is_retried_only_as_the_journal_grows() {
-        let tmp = std::env::temp_dir().join(format!("maxx-foldfail-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&tmp);
-        let dir = ControlDir::prepare(&tmp).unwrap();
+        let (tmp, dir) = super::tests_support::fresh_dir("foldfail");
         let mut st = PersistState::new(dir.clone(), false, Arc::default(), RETENTION_COUNT);
         st.write_journal(b"").unwrap();
         let plant = tmp.join(format!(".{REGISTRY_FILE}.tmp.{}", std::process::id()));
@@ -1011,9 +1001,7 @@ mod fold_tests {
     /// writes (it used to be applied after the journal holding it was truncated).
     #[test]
     fn the_operation_that_triggers_a_fold_is_in_the_snapshot() {
-        let tmp = std::env::temp_dir().join(format!("maxx-fold-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&tmp);
-        let dir = ControlDir::prepare(&tmp).unwrap();
+        let (tmp, dir) = super::tests_support::fresh_dir("fold");
         let mut st = PersistState::new(dir, false, Arc::default(), RETENTION_COUNT);
         st.write_journal(b"").unwrap();
         st.journal_bytes = FOLD_BYTES; // the next write folds
@@ -1111,9 +1099,7 @@ mod depth_tests {
     /// wrapped) still loads; one deeper than any build wrote is unreadable, not a crash.
     #[test]
     fn a_registry_deeper_than_the_default_limit_loads_and_an_absurd_one_is_refused() {
-        let tmp = std::env::temp_dir().join(format!("maxx-deep-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&tmp);
-        let dir = ControlDir::prepare(&tmp).unwrap();
+        let (tmp, dir) = super::tests_support::fresh_dir("deep");
         let v = deep(125);
         let snap = Snapshot {
             sessions: vec![Record {
@@ -1147,7 +1133,17 @@ mod depth_tests {
 
 #[cfg(test)]
 mod tests_support {
+    use crate::control_dir::ControlDir;
     use maxx_protocol::audit::{AuditEntry, AuditKind};
+    use std::path::PathBuf;
+
+    /// An empty control dir of its own for one test (`tag` tells the tests apart).
+    pub fn fresh_dir(tag: &str) -> (PathBuf, ControlDir) {
+        let tmp = std::env::temp_dir().join(format!("maxx-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        let dir = ControlDir::prepare(&tmp).unwrap();
+        (tmp, dir)
+    }
 
     pub fn entry(id: &str, seq: u64) -> AuditEntry {
         AuditEntry {
