@@ -629,11 +629,16 @@ impl Grid {
             Action::Enter(region) => {
                 self.region = region;
                 let tag = link(region, self);
-                let grid = self.term.grid_mut();
-                // The saved cursor too, so a DECRC inside the region keeps its tag and one
-                // after it does not bring an old tag back.
-                grid.saved_cursor.template.set_hyperlink(tag.clone());
-                grid.cursor.template.set_hyperlink(tag);
+                // The saved cursors too, so a DECRC inside the region keeps its tag and one
+                // after it does not bring an old tag back; and those of the grid not on
+                // display, so the primary screen's cursor, restored when a program leaves the
+                // alternate screen, writes in the region the marks say.
+                let retag = |grid: &mut alacritty_terminal::grid::Grid<Cell>| {
+                    grid.saved_cursor.template.set_hyperlink(tag.clone());
+                    grid.cursor.template.set_hyperlink(tag.clone());
+                };
+                retag(self.term.grid_mut());
+                retag(self.term.inactive_grid_mut());
             }
             // Inside a region the program's own link gives way to the tag (maxx reports no
             // hyperlinks); outside one it is left alone.
@@ -662,20 +667,11 @@ impl Grid {
         // the screen depended on which row alacritty happened to reuse (measured: 555 of
         // 20,000 random streams with resizes). Every row now counts as used in full, and the
         // spare rows go (alacritty makes fresh ones when history grows again).
+        // Both grids: the one not on display was resized too (the primary screen behind an
+        // alternate one, or the alternate grid, which every entry clears, only up to the
+        // same counts).
         Grid::count_rows_used(self.term.grid_mut());
-        if !self.alt_screen() {
-            // The hidden alternate grid was resized too; alacritty clears it on the next
-            // entry, only up to the same counts. Reached the one way alacritty allows, a
-            // swap there and back. Its effects: the alternate grid is cleared and given the
-            // main cursor (what every entry does anyway), the main saved cursor is
-            // overwritten (put back below), keyboard modes swapped twice (unused: maxx's
-            // grid has the kitty protocol off), selection and damage (unused).
-            let saved = self.term.grid().saved_cursor.clone();
-            self.term.swap_alt();
-            Grid::count_rows_used(self.term.grid_mut());
-            self.term.swap_alt();
-            self.term.grid_mut().saved_cursor = saved;
-        }
+        Grid::count_rows_used(self.term.inactive_grid_mut());
     }
 
     /// Count every row of `grid` as used in full and drop its spare rows (see
@@ -959,14 +955,16 @@ mod tests {
             Just(b"\x1bc".to_vec()),
             Just(b"\x1b[?7l".to_vec()),
             Just(b"\x1b[?7h".to_vec()),
+            Just(b"\x1b[?1049h".to_vec()),
+            Just(b"\x1b[?1049l".to_vec()),
         ]
     }
 
     proptest::proptest! {
         /// Whatever rows alacritty reuses, the screen and history are those of a terminal
-        /// that always starts a new line from a fresh row (the reference drops its spare
-        /// rows after every byte). Resizes on the main screen; the grid hidden behind an
-        /// alternate screen is out of reach (see `Grid::resize`).
+        /// that always starts a new line from a fresh row (the reference drops the spare
+        /// rows of both its grids after every byte). Resizes on either screen; both grids
+        /// compared, the one on display and the one behind it.
         #[test]
         fn the_screen_does_not_depend_on_which_row_alacritty_reuses(
             steps in proptest::collection::vec(
@@ -985,16 +983,22 @@ mod tests {
                 for b in bytes {
                     fresh.feed(std::slice::from_ref(b));
                     fresh.term.grid_mut().truncate();
+                    fresh.term.inactive_grid_mut().truncate();
                 }
             }
-            let all = |g: &Grid| {
-                let grid = g.term.grid();
-                (-(g.history() as i32)..g.rows() as i32)
+            let all = |grid: &alacritty_terminal::grid::Grid<Cell>| {
+                let cursors = [&grid.cursor, &grid.saved_cursor].map(|c| (c.point, c.input_needs_wrap));
+                let rows = (-(grid.history_size() as i32)..grid.screen_lines() as i32)
                     .map(|l| grid[Line(l)][..].to_vec())
-                    .collect::<Vec<_>>()
+                    .collect::<Vec<_>>();
+                (rows, cursors)
             };
-            proptest::prop_assert_eq!(all(&grid), all(&fresh));
-            proptest::prop_assert_eq!(grid.cursor(), fresh.cursor());
+            proptest::prop_assert_eq!(grid.alt_screen(), fresh.alt_screen());
+            proptest::prop_assert_eq!(all(grid.term.grid()), all(fresh.term.grid()));
+            proptest::prop_assert_eq!(
+                all(grid.term.inactive_grid()),
+                all(fresh.term.inactive_grid())
+            );
         }
     }
 
@@ -1256,6 +1260,18 @@ mod tests {
         let g = grid_of(&bytes, 20, 2);
         assert_eq!(g.row(0).text, "$ aZ");
         assert_eq!(marks(&g, 0), "ppii");
+    }
+
+    #[test]
+    fn a_region_that_changes_on_the_alternate_screen_holds_after_leaving_it() {
+        // Entered in the output, a prompt starts while a program is on the alternate
+        // screen: the primary screen's restored cursor writes the prompt; and back.
+        let (enter, leave) = (&b"\x1b[?1049h"[..], &b"\x1b[?1049l"[..]);
+        let g = grid_of(&[b"out", enter, A, b"~", leave, b"$ "].concat(), 20, 3);
+        assert_eq!(g.row(0).text, "out$");
+        assert_eq!(marks(&g, 0), "...pp");
+        let g = grid_of(&[A, b"$ ", enter, C, leave, b"o"].concat(), 20, 3);
+        assert_eq!(marks(&g, 0), "pp");
     }
 
     #[test]
