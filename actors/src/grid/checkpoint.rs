@@ -17,7 +17,7 @@
 //! is allocated, and anything out of place refuses the whole checkpoint.
 
 use super::{Grid, Region, Size, INPUT_ID, PROMPT_ID};
-use alacritty_terminal::grid::{Dimensions, Row};
+use alacritty_terminal::grid::Row;
 use alacritty_terminal::index::{Column, Line, Point};
 use alacritty_terminal::term::cell::{Cell, Flags};
 use alacritty_terminal::term::TermMode;
@@ -176,9 +176,6 @@ struct Style {
     tag: u8,
 }
 
-/// The bit the wait matcher marks scanned rows with: not carried.
-const SCANNED: u16 = 0x8000;
-
 fn style_of(cell: &Cell) -> Style {
     let tag = match cell.hyperlink() {
         Some(h) if h.id() == PROMPT_ID => 1,
@@ -188,7 +185,7 @@ fn style_of(cell: &Cell) -> Style {
     Style {
         fg: cell.fg,
         bg: cell.bg,
-        flags: cell.flags.bits() & !SCANNED,
+        flags: cell.flags.bits(),
         underline: cell.underline_color(),
         tag,
     }
@@ -310,19 +307,25 @@ impl Grid {
         }
         let mut styles = Styles::default();
         let mut scratch = Scratch::default();
-        let grid = self.term.grid_mut();
-        let history = grid.history_size();
-        let mut occupied = Vec::with_capacity(history + grid.screen_lines());
+        let history = self.history();
+        let screen = self.rows() as usize;
+        let mut occupied = Vec::with_capacity(history + screen);
         w.var(history as u64);
-        let cols = grid.columns();
+        let cols = self.cols() as usize;
         let default = Cell::default();
         let blank = style_of(&default).key();
         let mut plain: Option<(Color, Color, u16, usize)> = None;
-        for line in -(history as i32)..grid.screen_lines() as i32 {
+        for line in -(history as i32)..screen as i32 {
             // One pass over the rows: each row's occupied cells are read just before it is
-            // written (the row is then in cache), and written after all the rows.
-            occupied.push(occupied_cells(&mut grid[Line(line)], &mut scratch));
-            let row = &grid[Line(line)];
+            // written (the row is then in cache), and written after all the rows. A history
+            // row is rebuilt from its compact form, every cell counted as used.
+            let mut rebuilt = None;
+            let row = match self.store() {
+                Some(store) if line < 0 => rebuilt.insert(store.back(-line as usize).to_row(cols)),
+                _ => &mut self.term.grid_mut()[Line(line)],
+            };
+            occupied.push(occupied_cells(row, &mut scratch));
+            let row = &*row;
             let mut extras: Vec<(usize, &[char])> = Vec::new();
             // Blank cells at the end of a row (a space, no style, nothing combined: what a
             // fresh row holds) are not written: most rows are far shorter than the terminal.
@@ -336,7 +339,7 @@ impl Grid {
                         cell.c != ' '
                             || cell.fg != default.fg
                             || cell.bg != default.bg
-                            || cell.flags.bits() & !SCANNED != 0
+                            || !cell.flags.is_empty()
                     } else {
                         cell.c != ' ' || cell.zerowidth().is_some() || style_of(cell).key() != blank
                     }
@@ -345,7 +348,7 @@ impl Grid {
             w.var(len as u64);
             for col in 0..len {
                 let cell = &row[Column(col)];
-                let flags = cell.flags.bits() & !SCANNED;
+                let flags = cell.flags.bits();
                 // A run of cells with the colours and flags of the last plain one (no
                 // `extra`) writes that style's index again without building the style.
                 match plain {
@@ -375,6 +378,7 @@ impl Grid {
                 }
             }
         }
+        let grid = self.term.grid();
         for cursor in [&grid.cursor, &grid.saved_cursor] {
             w.var((cursor.point.line.0 + 1) as u64);
             w.var(cursor.point.column.0 as u64);
@@ -659,7 +663,7 @@ impl Grid {
             };
             grid[Line(at as i32)] = row;
         }
-        if g.term.grid().history_size() != history {
+        if g.history() != history {
             return Err("history that does not restore");
         }
         for which in 0..2 {
@@ -692,9 +696,15 @@ impl Grid {
         // them (an older build's does not: its rows keep the cells they were written with, its
         // last column the stop guessed above).
         if !r.0.is_empty() {
+            let keeps_history = g.store().is_some();
             let grid = g.term.grid_mut();
             for line in -(history as i32)..screen as i32 {
                 let occupied = r.upto(cols as u64)? as usize;
+                if line < 0 && keeps_history {
+                    // The compact history keeps no count: its rows go back into alacritty
+                    // only for a resize, which counts every cell as used.
+                    continue;
+                }
                 let row = &mut grid[Line(line)];
                 let cells: Vec<Cell> = (&*row).into_iter().cloned().collect();
                 *row = Row::from_vec(cells, occupied);
@@ -741,7 +751,7 @@ fn occupied_cells(row: &mut Row<Cell>, scratch: &mut Scratch) -> usize {
     let mut written = 0;
     let mut coloured_blank = false;
     for (i, c) in row[..].iter().enumerate() {
-        let plain = c.fg == blank.fg && c.extra.is_none() && c.flags.bits() & !SCANNED == 0;
+        let plain = c.fg == blank.fg && c.extra.is_none() && c.flags.is_empty();
         if c.c == ' ' && plain && c.bg != blank.bg {
             coloured_blank = true;
             break;

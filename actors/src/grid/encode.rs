@@ -2,7 +2,7 @@
 //! attach`) and the styled cells of a snapshot.
 
 use super::{semantic, Grid};
-use alacritty_terminal::grid::Dimensions;
+use alacritty_terminal::grid::{Dimensions, Row};
 use alacritty_terminal::index::{Column, Line};
 use alacritty_terminal::term::cell::{Cell, Flags};
 use alacritty_terminal::term::TermMode;
@@ -117,7 +117,10 @@ impl Grid {
     /// Cells of `line` with a non-default style or an OSC 133 semantic, reported at
     /// `row_index`.
     pub fn styled_cells(&self, line: i32, row_index: u32, out: &mut Vec<StyledCell>) {
-        let row = &self.term.grid()[Line(line)];
+        self.with_row(line, |row| self.styled_cells_of(row, row_index, out))
+    }
+
+    fn styled_cells_of(&self, row: &Row<Cell>, row_index: u32, out: &mut Vec<StyledCell>) {
         for col in 0..self.term.columns() {
             let cell = &row[Column(col)];
             if let Some((style, semantic)) = listed(cell) {
@@ -136,8 +139,11 @@ impl Grid {
     /// (the bytes serde writes for a [`StyledCell`], without building one: a snapshot
     /// encodes up to ~84,000 of them twice). Returns how many cells were written.
     pub fn styled_cells_json(&self, line: i32, row_index: u32, out: &mut Vec<u8>) -> usize {
+        self.with_row(line, |row| self.styled_cells_json_of(row, row_index, out))
+    }
+
+    fn styled_cells_json_of(&self, row: &Row<Cell>, row_index: u32, out: &mut Vec<u8>) -> usize {
         use std::io::Write;
-        let row = &self.term.grid()[Line(line)];
         let mut n = 0;
         for col in 0..self.term.columns() {
             let cell = &row[Column(col)];

@@ -29,13 +29,14 @@
 mod answer;
 mod checkpoint;
 mod encode;
+mod history;
 
 pub(crate) use checkpoint::{Reader, Writer};
 
 pub use answer::SnapshotHead;
 
-use alacritty_terminal::grid::Dimensions;
-use alacritty_terminal::index::{Column, Line};
+use alacritty_terminal::grid::{Dimensions, Row as GridRow};
+use alacritty_terminal::index::Line;
 use alacritty_terminal::term::cell::{Cell, Flags, Hyperlink};
 use alacritty_terminal::term::{Config, Term, TermMode};
 use alacritty_terminal::vte::ansi::Processor;
@@ -223,11 +224,6 @@ impl Lines {
     }
 }
 
-/// The mark [`Grid::take_unscanned`] leaves on the newest history row it looked at: the
-/// one bit of alacritty's 16-bit cell flags it does not define (nothing in alacritty reads
-/// or clears unknown bits; a row's cells are reset only when the row is reused).
-const SCANNED: Flags = Flags::from_bits_retain(0x8000);
-
 /// Private hyperlink ids that tag cells written inside an OSC 133 region. The leading C0
 /// control (U+0001) cannot come from a program: vte drops C0 bytes from OSC strings, so no
 /// OSC 8 id or URI ever contains one.
@@ -385,6 +381,8 @@ pub struct Grid {
     scrolled: Lines,
     /// Rows in `scrolled`.
     scrolled_rows: usize,
+    /// The history's count of rows ever pushed when the matcher last looked.
+    seen_pushed: u64,
     /// More scrolled than `scrolled` may hold, or the mark was lost: the matcher's next
     /// look takes the whole history ([`Grid::take_scrolled`]).
     scrolled_all: bool,
@@ -403,10 +401,27 @@ impl Grid {
         g
     }
 
-    /// A blank terminal that will be fed the output stream from its first byte.
+    /// A blank terminal that will be fed the output stream from its first byte. Its
+    /// history is kept in compact rows (`grid/history.rs`), not by alacritty.
     pub fn new(cols: u16, rows: u16, scrollback: usize) -> Grid {
+        let mut g = Grid::with_term(Grid::term(cols, rows, 0), scrollback);
+        if scrollback > 0 {
+            g.term.grid_mut().history_sink =
+                Some(Box::new(history::History::new(scrollback, cols as usize)));
+        }
+        g
+    }
+
+    /// A grid whose history alacritty keeps itself, as every terminal built on it does: the
+    /// reference the compact history is compared with.
+    #[cfg(test)]
+    pub fn new_reference(cols: u16, rows: u16, scrollback: usize) -> Grid {
+        Grid::with_term(Grid::term(cols, rows, scrollback), scrollback)
+    }
+
+    fn with_term(term: Term<alacritty_terminal::event::VoidListener>, scrollback: usize) -> Grid {
         Grid {
-            term: Grid::term(cols, rows, scrollback),
+            term,
             parser: Processor::new(),
             scan: Scan::Ground,
             region: Region::Output,
@@ -417,8 +432,16 @@ impl Grid {
             unscanned_bytes: 0,
             scrolled: Lines::default(),
             scrolled_rows: 0,
+            seen_pushed: 0,
             scrolled_all: false,
         }
+    }
+
+    /// The compact history, if this grid keeps one and the primary screen is on display
+    /// (the alternate screen has no history).
+    fn store(&self) -> Option<&history::History> {
+        let sink = self.term.grid().history_sink.as_ref()?;
+        sink.as_any().downcast_ref()
     }
 
     /// A blank terminal of the same size and history that continues at the same stream
@@ -532,12 +555,11 @@ impl Grid {
     }
 
     /// How many history rows scrolled off since the last call — exactly: rows `-n..0` are
-    /// new — and start counting afresh. The newest history row is marked at each call (a
-    /// flag bit alacritty does not use, on its first cell: the mark moves with the row as
-    /// it scrolls and goes when the row is evicted or cleared), and the count is the rows
-    /// above the mark. Where the mark is gone (the row was evicted, a resize reflowed it,
-    /// history was cleared), all history counts as new. Scrolls by any means count: line
-    /// feeds, wraps, `CSI S`, index.
+    /// new — and start counting afresh: the history counts every row pushed into it. Where
+    /// it holds fewer (history was cleared, or rows were evicted), all of it is new. Scrolls
+    /// by any means count: line feeds, wraps, `CSI S`, index; rows a resize moves into
+    /// history do not (they were on the screen). After a resize that reflowed the history,
+    /// the count is of rows as they were pushed.
     pub fn take_unscanned(&mut self) -> usize {
         self.unscanned_bytes = 0;
         self.scrolled = Lines::default();
@@ -546,22 +568,15 @@ impl Grid {
         self.count_scrolled()
     }
 
-    /// The count and mark of [`Grid::take_unscanned`], alone.
+    /// The count of [`Grid::take_unscanned`], alone: the rows pushed into history since the
+    /// last count, or all of it if it holds fewer (it was cleared or rows were evicted).
     fn count_scrolled(&mut self) -> usize {
-        let history = self.history();
-        let grid = self.term.grid_mut();
-        let marked = |grid: &alacritty_terminal::grid::Grid<Cell>, n: usize| {
-            grid[Line(-(n as i32) - 1)][Column(0)]
-                .flags
-                .contains(SCANNED)
+        let Some(store) = self.store() else {
+            return 0;
         };
-        let n = (0..history).find(|&n| marked(grid, n)).unwrap_or(history);
-        if n < history {
-            grid[Line(-(n as i32) - 1)][Column(0)].flags.remove(SCANNED);
-        }
-        if history > 0 {
-            grid[Line(-1)][Column(0)].flags.insert(SCANNED);
-        }
+        let pushed = store.pushed();
+        let n = (pushed - self.seen_pushed.min(pushed)).min(store.len() as u64) as usize;
+        self.seen_pushed = pushed;
         n
     }
 
@@ -657,6 +672,29 @@ impl Grid {
         if (cols, rows) == (self.cols(), self.rows()) {
             return;
         }
+        // The compact history goes back into alacritty for the resize, which reflows it
+        // with the screen (and pulls rows from it onto a taller screen, or pushes rows into
+        // it from a shorter one), and comes out after. At the same width only the rows a
+        // taller screen pulls down are needed; a new width reflows them all.
+        let alt = self.alt_screen();
+        let needed = if cols == self.cols() {
+            (rows as usize).saturating_sub(self.rows() as usize)
+        } else {
+            usize::MAX
+        };
+        let scrollback = self.scrollback;
+        let main = if alt {
+            self.term.inactive_grid_mut()
+        } else {
+            self.term.grid_mut()
+        };
+        let mut sink = main.history_sink.take();
+        if let Some(store) = sink
+            .as_mut()
+            .and_then(|s| s.as_any_mut().downcast_mut::<history::History>())
+        {
+            main.put_history(store.take_newest(needed), scrollback);
+        }
         self.term.resize(Size {
             cols: cols as usize,
             rows: rows as usize,
@@ -672,6 +710,19 @@ impl Grid {
         // same counts).
         Grid::count_rows_used(self.term.grid_mut());
         Grid::count_rows_used(self.term.inactive_grid_mut());
+        if let Some(mut sink) = sink {
+            let main = if alt {
+                self.term.inactive_grid_mut()
+            } else {
+                self.term.grid_mut()
+            };
+            let rows = main.take_history();
+            if let Some(store) = sink.as_any_mut().downcast_mut::<history::History>() {
+                store.set_cols(cols as usize);
+                store.extend_newest(&rows);
+            }
+            main.history_sink = Some(sink);
+        }
     }
 
     /// Count every row of `grid` as used in full and drop its spare rows (see
@@ -698,9 +749,21 @@ impl Grid {
         self.term.screen_lines() as u16
     }
 
-    /// Rows of history retained.
+    /// Rows of history retained (none on the alternate screen).
     pub fn history(&self) -> usize {
-        self.term.grid().history_size()
+        match self.store() {
+            Some(store) => store.len(),
+            None => self.term.grid().history_size(),
+        }
+    }
+
+    /// Run `f` on row `line` (0.. the viewport, negative lines history) as alacritty's: a
+    /// history row is rebuilt from its compact form for the call.
+    pub fn with_row<R>(&self, line: i32, f: impl FnOnce(&GridRow<Cell>) -> R) -> R {
+        match self.store() {
+            Some(store) if line < 0 => f(&store.back(-line as usize).to_row(self.cols() as usize)),
+            _ => f(&self.term.grid()[Line(line)]),
+        }
     }
 
     /// Cursor (column, row) and visibility.
@@ -732,6 +795,11 @@ impl Grid {
     /// Append the text of a row ([`Grid::row`]) to `text`; whether the row wraps and
     /// whether it holds an input cell.
     fn row_into(&self, line: i32, text: &mut String) -> (bool, bool) {
+        if let (Some(store), true) = (self.store(), line < 0) {
+            let row = store.back(-line as usize);
+            let input = row.text_into(text, |cell| semantic(cell) == Some(Semantic::Input));
+            return (row.wrapped(self.cols() as usize), input);
+        }
         let row = &self.term.grid()[Line(line)];
         let cells: &[Cell] = &row[..];
         // Only the cells up to the last one that holds anything: most rows are far shorter
@@ -972,8 +1040,8 @@ mod tests {
                 1..150,
             ),
         ) {
-            let mut grid = Grid::new(20, 6, 50);
-            let mut fresh = Grid::new(20, 6, 50);
+            let mut grid = Grid::new_reference(20, 6, 50);
+            let mut fresh = Grid::new_reference(20, 6, 50);
             for (bytes, resize) in &steps {
                 if let Some((cols, rows)) = resize {
                     grid.resize(*cols, *rows);
@@ -999,6 +1067,164 @@ mod tests {
                 all(grid.term.inactive_grid()),
                 all(fresh.term.inactive_grid())
             );
+        }
+    }
+
+    /// Output pieces for the history property: the recycling pieces and those that reach
+    /// history in other ways (`ED 2` on a full or an empty screen, reverse index, a scroll
+    /// region at the top with rows fixed below it, bursts of line feeds, a wide character
+    /// wrapped at the last column or written over at the top left).
+    fn history_piece() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+        use proptest::prelude::*;
+        prop_oneof![
+            4 => recycling_piece(),
+            1 => prop::sample::select(vec![
+                "\x1b[2J",
+                "\x1b[H\x1b[2J",
+                "\x1b[3J\x1b[H\x1b[2J",
+                "\x1bM",
+                "\x1b[1;3r",
+                "\x1b[4S",
+                "\r\n\r\n\r\n\r\n\r\n\r\n\r\n\r\n",
+                "\x1b[999C日本",
+                "\x1b[999C日\r\n",
+                "\x1b[H日",
+                "\x1b[1;2H語",
+                "\x1b[H x",
+                "a\tb\tc",
+                "e\u{301}\u{302}",
+                "\x1b[41m\x1b[K\r\n",
+                "\x1b]8;;http://x\x07link\x1b]8;;\x07",
+                "\x1b]133;A\x07$ \x1b]133;B\x07in\x1b]133;C\x07\r\n",
+            ])
+            .prop_map(|s| s.as_bytes().to_vec()),
+        ]
+    }
+
+    /// A row's cells as a compact string: a default blank is `.`, a plain cell its
+    /// character, any other `{c fg bg flags extra}` (a link's id alacritty made up itself, a
+    /// count shared by all grids, left out).
+    fn cells_text(cells: &[Cell]) -> String {
+        let mut out = String::new();
+        for cell in cells {
+            let plain = cell.fg == Cell::default().fg
+                && cell.bg == Cell::default().bg
+                && cell.flags.is_empty()
+                && cell.extra.is_none();
+            match (plain, cell.c) {
+                (true, ' ') => out.push('.'),
+                (true, c) => out.push(c),
+                (false, c) => {
+                    let link = cell.hyperlink().map(|h| {
+                        let id = if h.id().ends_with("_alacritty") {
+                            ""
+                        } else {
+                            h.id()
+                        };
+                        format!("{id}|{}", h.uri())
+                    });
+                    out.push_str(&format!(
+                        "{{{c:?} {:?} {:?} {:x} {:?} {:?} {link:?}}}",
+                        cell.fg,
+                        cell.bg,
+                        cell.flags.bits(),
+                        cell.zerowidth(),
+                        cell.underline_color()
+                    ));
+                }
+            }
+        }
+        out
+    }
+
+    /// What a reader can see of `g` and what decides what it shows next: the cells of the
+    /// history (of the primary screen, wherever it is) and of both screens, both cursors of
+    /// both grids, and which screen is on display.
+    fn everything(g: &Grid) -> Vec<String> {
+        let main = if g.alt_screen() {
+            g.term.inactive_grid()
+        } else {
+            g.term.grid()
+        };
+        let mut out = vec![format!("alt {}", g.alt_screen())];
+        match main
+            .history_sink
+            .as_ref()
+            .and_then(|s| s.as_any().downcast_ref::<history::History>())
+        {
+            Some(store) => out.extend((1..=store.len()).rev().map(|n| {
+                format!(
+                    "h {}",
+                    cells_text(&store.back(n).to_row(main.columns())[..])
+                )
+            })),
+            None => out.extend(
+                (-(main.history_size() as i32)..0)
+                    .map(|l| format!("h {}", cells_text(&main[Line(l)][..]))),
+            ),
+        };
+        for (name, grid) in [("on", g.term.grid()), ("off", g.term.inactive_grid())] {
+            for c in [&grid.cursor, &grid.saved_cursor] {
+                out.push(format!(
+                    "{name} cursor {:?} {}",
+                    c.point, c.input_needs_wrap
+                ));
+            }
+            for l in 0..grid.screen_lines() as i32 {
+                out.push(format!("{name} {}", cells_text(&grid[Line(l)][..])));
+            }
+        }
+        out
+    }
+
+    proptest::proptest! {
+        /// The compact history is exactly alacritty's own: after any output and resizes (of
+        /// either screen, same width or not), a grid keeping its history in compact rows
+        /// equals one whose alacritty keeps it, history and both screens, cell for cell.
+        #[test]
+        fn the_compact_history_is_alacrittys_own(
+            scrollback in proptest::prop_oneof![proptest::strategy::Just(0usize), 1usize..6, proptest::strategy::Just(40)],
+            steps in proptest::collection::vec(
+                (
+                    history_piece(),
+                    proptest::option::weighted(
+                        0.1,
+                        (proptest::option::weighted(0.5, 2u16..36), 1u16..14),
+                    ),
+                ),
+                1..200,
+            ),
+        ) {
+            let mut grid = Grid::new(20, 6, scrollback);
+            let mut reference = Grid::new_reference(20, 6, scrollback);
+            for (bytes, resize) in &steps {
+                if let Some((cols, rows)) = resize {
+                    let cols = cols.unwrap_or(grid.cols());
+                    grid.resize(cols, *rows);
+                    reference.resize(cols, *rows);
+                }
+                grid.feed(bytes);
+                reference.feed(bytes);
+            }
+            grid.finish_feed();
+            reference.finish_feed();
+            let (a, b) = (everything(&grid), everything(&reference));
+            if a != b {
+                let diff: Vec<String> = a
+                    .iter()
+                    .zip(&b)
+                    .enumerate()
+                    .filter(|(_, (x, y))| x != y)
+                    .map(|(i, (x, y))| format!("line {i}:\n  compact   {x}\n  alacritty {y}"))
+                    .take(6)
+                    .collect();
+                proptest::prop_assert!(false, "{} vs {} lines\n{}", a.len(), b.len(), diff.join("\n"));
+            }
+            proptest::prop_assert_eq!(grid.history(), reference.history());
+            for line in -(grid.history() as i32)..grid.rows() as i32 {
+                let (a, b) = (grid.row(line), reference.row(line));
+                proptest::prop_assert_eq!((a.text, a.wrapped, a.input), (b.text, b.wrapped, b.input));
+            }
         }
     }
 
@@ -1326,7 +1552,8 @@ mod tests {
 /// --ignored --nocapture`: the parse alone, outside a PTY (the file from `maxx-bench
 /// gen-output`), in the pump's 64 KiB slices. `MAXX_FEED_WATCH=1`: as with a text wait
 /// pending (rows taken as they scroll, a look every 640 KiB); `MAXX_FEED_SB` the history,
-/// `MAXX_FEED_RUNS` how many times (default 2).
+/// `MAXX_FEED_RUNS` how many times (default 2); `MAXX_FEED_REF=1` with the history kept by
+/// alacritty instead of the compact store (the text wait then sees no scrolled rows).
 #[cfg(test)]
 #[test]
 #[ignore]
@@ -1344,7 +1571,11 @@ fn feed_speed() {
             .ok()
             .and_then(|s| s.parse().ok())
             .unwrap_or(maxx_protocol::limits::DEFAULT_SCROLLBACK_LINES);
-        let mut g = Grid::new(200, 50, sb);
+        let mut g = if std::env::var("MAXX_FEED_REF").is_ok() {
+            Grid::new_reference(200, 50, sb)
+        } else {
+            Grid::new(200, 50, sb)
+        };
         let cpu = || {
             let mut ts = libc::timespec {
                 tv_sec: 0,
@@ -1400,5 +1631,12 @@ fn feed_speed() {
             bytes.len() as f64 / 1e6 / s,
             g.history()
         );
+        // What a resize costs with that history: at the same width, and at another (which
+        // reflows all of it).
+        for (cols, rows) in [(200, 60), (160, 60), (200, 50)] {
+            let t = cpu();
+            g.resize(cols, rows);
+            println!("resize to {cols}x{rows}: {:.1} ms CPU", (cpu() - t) * 1e3);
+        }
     }
 }

@@ -30,6 +30,39 @@ pub trait GridCell: Sized {
     fn flags_mut(&mut self) -> &mut Flags;
 }
 
+/// maxx patch: where a grid's history goes when its owner keeps it outside the grid (see
+/// [`Grid::history_sink`]).
+pub trait HistorySink<T>: Send + std::fmt::Debug {
+    /// A row leaves the top of the screen into history (oldest first). It is cleared for
+    /// reuse right after.
+    fn push(&mut self, row: &Row<T>);
+
+    /// The history is cleared (`CSI 3 J`, a full reset).
+    fn clear(&mut self);
+
+    /// Whether the sink holds no rows.
+    fn is_empty(&self) -> bool;
+
+    /// The newest history row's last cell loses its leading-wide-char-spacer flag (a wide
+    /// character at the top left was overwritten).
+    fn clear_leading_spacer(&mut self);
+
+    /// A copy (a cloned grid gets its own).
+    fn boxed_clone(&self) -> Box<dyn HistorySink<T>>;
+
+    /// For the owner to reach its concrete type.
+    fn as_any(&self) -> &dyn std::any::Any;
+
+    /// For the owner to reach its concrete type.
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any;
+}
+
+impl<T> Clone for Box<dyn HistorySink<T>> {
+    fn clone(&self) -> Self {
+        self.boxed_clone()
+    }
+}
+
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Cursor<T> {
     /// The location of this cursor.
@@ -135,6 +168,14 @@ pub struct Grid<T> {
 
     /// Maximum number of lines in history.
     max_scroll_limit: usize,
+
+    /// maxx patch: while set (and `max_scroll_limit` is 0, so the grid itself keeps no
+    /// history), every row a scroll of a region starting at the top line pushes off the top
+    /// goes here, and what reads or clears history in this crate (a clear of the screen's
+    /// search for its last used line, `CSI 3 J`, RIS, the write over a wide character at the
+    /// top left) treats the sink's rows as the history above the screen.
+    #[cfg_attr(feature = "serde", serde(skip))]
+    pub history_sink: Option<Box<dyn HistorySink<T>>>,
 }
 
 impl<T: GridCell + Default + PartialEq> Grid<T> {
@@ -147,7 +188,37 @@ impl<T: GridCell + Default + PartialEq> Grid<T> {
             cursor: Cursor::default(),
             lines,
             columns,
+            history_sink: None,
         }
+    }
+
+    /// maxx patch: whether there is history above the screen, in the grid or in its sink.
+    pub fn has_history(&self) -> bool {
+        self.history_size() > 0 || self.history_sink.as_ref().is_some_and(|s| !s.is_empty())
+    }
+
+    /// maxx patch: put `rows` (oldest first, each as wide as the grid) above the screen as its
+    /// history, allowing `limit` rows of history. The grid must hold none.
+    pub fn put_history(&mut self, mut rows: Vec<Row<T>>, limit: usize) {
+        debug_assert_eq!(self.history_size(), 0);
+        let mut all = self.raw.take_all();
+        rows.reverse();
+        all.extend(rows);
+        self.raw.replace_inner(all);
+        self.max_scroll_limit = limit;
+        self.display_offset = 0;
+    }
+
+    /// maxx patch: take the history out of the grid (oldest first), leaving none and allowing
+    /// none.
+    pub fn take_history(&mut self) -> Vec<Row<T>> {
+        let mut all = self.raw.take_all();
+        let mut history = all.split_off(self.lines);
+        history.reverse();
+        self.raw.replace_inner(all);
+        self.max_scroll_limit = 0;
+        self.display_offset = 0;
+        history
     }
 
     /// Update the size of the scrollback history.
@@ -270,6 +341,16 @@ impl<T: GridCell + Default + PartialEq> Grid<T> {
 
         // Only rotate the entire history if the active region starts at the top.
         if region.start == 0 {
+            // maxx patch: the rows about to leave the top go to the sink, oldest first, where
+            // the grid itself keeps no history.
+            if self.max_scroll_limit == 0 {
+                if let Some(sink) = &mut self.history_sink {
+                    for i in (0..positions as i32).map(Line::from) {
+                        sink.push(&self.raw[i]);
+                    }
+                }
+            }
+
             // Create scrollback for the new lines.
             self.increase_scroll_limit(positions);
 
@@ -320,7 +401,17 @@ impl<T: GridCell + Default + PartialEq> Grid<T> {
             }
         }
         debug_assert!(iter.point.line >= -1);
-        let positions = (iter.point.line.0 + 1) as usize;
+        let mut positions = (iter.point.line.0 + 1) as usize;
+        // maxx patch: the search stops at history kept in the sink as it does at history kept
+        // here: an empty screen scrolls nothing into it.
+        let top = Point::new(Line(0), Column(0));
+        if positions == 1
+            && iter.point == top
+            && self.raw[Line(0)][Column(0)].is_empty()
+            && self.has_history()
+        {
+            positions = 0;
+        }
         let region = Line(0)..Line(self.lines as i32);
 
         // Clear the viewport.
@@ -381,6 +472,11 @@ impl<T> Grid<T> {
 
     #[inline]
     pub fn clear_history(&mut self) {
+        // maxx patch: the sink's history too.
+        if let Some(sink) = &mut self.history_sink {
+            sink.clear();
+        }
+
         // Explicitly purge all lines from history.
         self.raw.shrink_lines(self.history_size());
 

@@ -112,6 +112,13 @@ impl<T: Default> Row<T> {
 
 #[allow(clippy::len_without_is_empty)]
 impl<T> Row<T> {
+    /// maxx patch: the cells that may differ from the row's last one (its cells from here on
+    /// are all equal), so a reader can skip the blank rest of a row.
+    #[inline]
+    pub fn occupied(&self) -> usize {
+        self.occ
+    }
+
     #[inline]
     pub fn from_vec(vec: Vec<T>, occ: usize) -> Row<T> {
         Row { inner: vec, occ }

@@ -1017,6 +1017,13 @@ impl<T> Term<T> {
             if point.column <= 1 && point.line != self.topmost_line() {
                 let column = self.last_column();
                 self.grid[point.line - 1i32][column].flags.remove(Flags::LEADING_WIDE_CHAR_SPACER);
+            } else if point.column <= 1 && point.line == 0 {
+                // maxx patch: the row above is the newest in the history sink.
+                if let Some(sink) = &mut self.grid.history_sink {
+                    if !sink.is_empty() {
+                        sink.clear_leading_spacer();
+                    }
+                }
             }
 
             cursor_cell = self.grid.cursor_cell();
@@ -1814,7 +1821,8 @@ impl<T: EventListener> Handler for Term<T> {
 
                 self.selection = None;
             },
-            ansi::ClearMode::Saved if self.history_size() > 0 => {
+            // maxx patch: history in the sink counts.
+            ansi::ClearMode::Saved if self.grid.has_history() => {
                 self.grid.clear_history();
 
                 self.vi_mode_cursor.point.line =
