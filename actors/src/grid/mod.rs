@@ -405,6 +405,8 @@ impl Grid {
     /// history is kept in compact rows (`grid/history.rs`), not by alacritty.
     pub fn new(cols: u16, rows: u16, scrollback: usize) -> Grid {
         let mut g = Grid::with_term(Grid::term(cols, rows, 0), scrollback);
+        // The alternate screen's grid exists only while a program is on it.
+        g.term.set_lazy_alternate();
         if scrollback > 0 {
             g.term.grid_mut().history_sink =
                 Some(Box::new(history::History::new(scrollback, cols as usize)));
@@ -1096,6 +1098,12 @@ mod tests {
                 "\x1b[41m\x1b[K\r\n",
                 "\x1b]8;;http://x\x07link\x1b]8;;\x07",
                 "\x1b]133;A\x07$ \x1b]133;B\x07in\x1b]133;C\x07\r\n",
+                "\x1b7",
+                "\x1b8",
+                "\x1b[5;9H\x1b[31m\x1b7\x1b[0m",
+                "\x1b(0q\x1b(B",
+                "\x1b)0\x0eq",
+                "\x0f",
             ])
             .prop_map(|s| s.as_bytes().to_vec()),
         ]
@@ -1165,10 +1173,16 @@ mod tests {
         };
         for (name, grid) in [("on", g.term.grid()), ("off", g.term.inactive_grid())] {
             for c in [&grid.cursor, &grid.saved_cursor] {
+                let template = cells_text(std::slice::from_ref(&c.template));
                 out.push(format!(
-                    "{name} cursor {:?} {}",
-                    c.point, c.input_needs_wrap
+                    "{name} cursor {:?} {} {template} {:?}",
+                    c.point, c.input_needs_wrap, c.charsets
                 ));
+            }
+            // The alternate grid off display holds nothing a program can see again (every
+            // entry clears it): a grid may keep it as a 1x1 placeholder.
+            if name == "off" && !g.alt_screen() {
+                continue;
             }
             for l in 0..grid.screen_lines() as i32 {
                 out.push(format!("{name} {}", cells_text(&grid[Line(l)][..])));

@@ -286,6 +286,14 @@ pub struct Term<T> {
     /// primary grid. Otherwise it is the alternate screen buffer.
     inactive_grid: Grid<Cell>,
 
+    /// maxx patch: keep the alternate grid only while it is on display (see
+    /// [`Term::set_lazy_alternate`]).
+    lazy_alternate: bool,
+
+    /// maxx patch: the alternate grid is not on display and `inactive_grid` is a 1x1 grid
+    /// holding only its cursors.
+    alternate_shelved: bool,
+
     /// Index into `charsets`, pointing to what ASCII is currently being mapped to.
     active_charset: CharsetIndex,
 
@@ -424,6 +432,8 @@ impl<T> Term<T> {
 
         Term {
             inactive_grid,
+            lazy_alternate: false,
+            alternate_shelved: false,
             scroll_region,
             event_proxy,
             damage,
@@ -675,7 +685,18 @@ impl<T> Term<T> {
 
         let is_alt = self.mode.contains(TermMode::ALT_SCREEN);
         self.grid.resize(!is_alt, num_lines, num_cols);
-        self.inactive_grid.resize(is_alt, num_lines, num_cols);
+        if self.alternate_shelved {
+            // maxx patch: the shelved alternate grid's cursors move as a grid of the old size
+            // would move them (without reflow, its content plays no part).
+            let mut alternate = Grid::new(old_lines, old_cols, 0);
+            alternate.cursor = self.inactive_grid.cursor.clone();
+            alternate.saved_cursor = self.inactive_grid.saved_cursor.clone();
+            alternate.resize(is_alt, num_lines, num_cols);
+            self.inactive_grid.cursor = alternate.cursor;
+            self.inactive_grid.saved_cursor = alternate.saved_cursor;
+        } else {
+            self.inactive_grid.resize(is_alt, num_lines, num_cols);
+        }
 
         // Invalidate selection and tabs only when necessary.
         if old_cols != num_cols {
@@ -722,9 +743,47 @@ impl<T> Term<T> {
         &self.inactive_grid
     }
 
+    /// maxx patch: keep the alternate grid only while it is on display. Off display it is
+    /// replaced by a 1x1 grid that keeps its cursors (the saved one outlives a visit), and it
+    /// is made afresh on entry: every entry clears it anyway (`swap_alt`), and a fresh grid
+    /// cleared is what the old one cleared is (its rows count their used cells exactly). The
+    /// alternate grid costs no memory while a program is not on it.
+    pub fn set_lazy_alternate(&mut self) {
+        self.lazy_alternate = true;
+        if !self.mode.contains(TermMode::ALT_SCREEN) {
+            self.shelve_alternate();
+        }
+    }
+
+    /// maxx patch: see [`Term::set_lazy_alternate`].
+    fn shelve_alternate(&mut self) {
+        if !self.lazy_alternate || self.alternate_shelved {
+            return;
+        }
+        let mut shelf = Grid::new(1, 1, 0);
+        shelf.cursor = self.inactive_grid.cursor.clone();
+        shelf.saved_cursor = self.inactive_grid.saved_cursor.clone();
+        self.inactive_grid = shelf;
+        self.alternate_shelved = true;
+    }
+
+    /// maxx patch: see [`Term::set_lazy_alternate`].
+    fn unshelve_alternate(&mut self) {
+        if !self.alternate_shelved {
+            return;
+        }
+        let mut grid = Grid::new(self.grid.screen_lines(), self.grid.columns(), 0);
+        grid.cursor = self.inactive_grid.cursor.clone();
+        grid.saved_cursor = self.inactive_grid.saved_cursor.clone();
+        self.inactive_grid = grid;
+        self.alternate_shelved = false;
+    }
+
     /// Swap primary and alternate screen buffer.
     pub fn swap_alt(&mut self) {
         if !self.mode.contains(TermMode::ALT_SCREEN) {
+            self.unshelve_alternate();
+
             // Set alt screen cursor to the current primary screen cursor.
             self.inactive_grid.cursor = self.grid.cursor.clone();
 
@@ -744,6 +803,9 @@ impl<T> Term<T> {
         self.mode ^= TermMode::ALT_SCREEN;
         self.selection = None;
         self.mark_fully_damaged();
+        if !self.mode.contains(TermMode::ALT_SCREEN) {
+            self.shelve_alternate();
+        }
     }
 
     /// Scroll screen down.
@@ -1860,6 +1922,8 @@ impl<T: EventListener> Handler for Term<T> {
         self.cursor_style = None;
         self.grid.reset();
         self.inactive_grid.reset();
+        // maxx patch: the alternate grid is off display now.
+        self.shelve_alternate();
         self.scroll_region = Line(0)..Line(self.screen_lines() as i32);
         self.tabs = TabStops::new(self.columns());
         self.title_stack = Vec::new();
