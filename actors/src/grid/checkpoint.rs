@@ -100,7 +100,7 @@ impl<'a> Reader<'a> {
     }
 }
 
-const NAMED: [NamedColor; 29] = {
+pub(super) const NAMED: [NamedColor; 29] = {
     use NamedColor::*;
     [
         Black,

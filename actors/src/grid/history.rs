@@ -11,10 +11,11 @@
 //! The row round-trips exactly (every cell's character, colours, flags and `extra`), which
 //! the property tests in `grid/mod.rs` check against an alacritty that keeps its own history.
 
+use super::checkpoint::NAMED;
 use alacritty_terminal::grid::{HistorySink, Row as GridRow};
 use alacritty_terminal::index::Column;
 use alacritty_terminal::term::cell::{Cell, CellExtra, Flags};
-use alacritty_terminal::vte::ansi::Color;
+use alacritty_terminal::vte::ansi::{Color, NamedColor, Rgb};
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -63,26 +64,58 @@ impl Run {
     }
 }
 
+/// Bytes of one run in a [`StoredRow`]: its length (`u16`), the two colours (4 bytes each,
+/// [`put_color`]) and the flags (`u16`), little-endian.
+const RUN_BYTES: usize = 12;
+
+/// Bytes before the runs: their count and the count of cells.
+const HEAD_BYTES: usize = 4;
+
 /// One history row: the characters of its cells up to the last one that is not a default
-/// blank, and their styles. The cells after them are default blanks.
+/// blank, and their styles as runs, in one allocation: the count of runs and of cells (`u16`
+/// each, [`HEAD_BYTES`]), the runs ([`RUN_BYTES`] each), then the characters as UTF-8. The cells after them are default
+/// blanks. The few runs whose cells carry extra data (combining marks, an underline colour,
+/// an OSC 133 tag) keep it beside, by run index. A plain 60-character line: ~80 bytes.
 #[derive(Clone, Debug, Default)]
 pub struct StoredRow {
-    chars: String,
-    runs: Vec<Run>,
+    data: Vec<u8>,
+    extras: Box<[(u16, Arc<CellExtra>)]>,
+}
+
+/// A colour as 4 bytes: a tag and its value (named colours by their place in
+/// [`NAMED`]).
+fn color_bytes(c: Color) -> [u8; 4] {
+    match c {
+        Color::Named(n) => [0, named_index(n), 0, 0],
+        Color::Spec(Rgb { r, g, b }) => [1, r, g, b],
+        Color::Indexed(i) => [2, i, 0, 0],
+    }
+}
+
+/// A named colour's place in [`NAMED`]: the 16 ANSI colours are 0..16 in both, the others
+/// follow from 256 in vte's numbering, in the same order (checked by a test).
+fn named_index(n: NamedColor) -> u8 {
+    let d = n as usize;
+    (if d < 16 { d } else { d - 240 }) as u8
+}
+
+fn get_color(b: &[u8]) -> Color {
+    match b[0] {
+        0 => Color::Named(NAMED[b[1] as usize % NAMED.len()]),
+        1 => Color::Spec(Rgb {
+            r: b[1],
+            g: b[2],
+            b: b[3],
+        }),
+        _ => Color::Indexed(b[1]),
+    }
 }
 
 impl StoredRow {
-    fn of(row: &GridRow<Cell>) -> StoredRow {
-        let mut stored = StoredRow::default();
-        stored.fill(row);
-        stored
-    }
-
-    /// Make this the compact form of `row`, in the buffers it has (a row evicted from a full
-    /// history is reused for the next: no allocation once the history is full).
-    fn fill(&mut self, row: &GridRow<Cell>) {
-        self.chars.clear();
-        self.runs.clear();
+    /// The compact form of `row`; `scratch`: a buffer for the runs, reused from row to row;
+    /// `reuse`: the bytes of a row that left the history, to write this one into (a full
+    /// history stores a row without an allocation).
+    fn of(row: &GridRow<Cell>, scratch: &mut Vec<Run>, reuse: Vec<u8>) -> StoredRow {
         let cells = &row[..];
         // Past the cells alacritty counts as used, a row holds copies of its last cell: where
         // that is a default blank, only the used cells need a look.
@@ -90,51 +123,139 @@ impl StoredRow {
             Some(last) if is_default(last) => row.occupied().min(cells.len()),
             _ => cells.len(),
         };
-        let len = cells[..upper]
+        StoredRow::of_cells(&cells[..upper], scratch, reuse)
+    }
+
+    /// The compact form of a row whose cells are `cells` and default blanks after them.
+    fn of_cells(cells: &[Cell], scratch: &mut Vec<Run>, reuse: Vec<u8>) -> StoredRow {
+        let len = cells
             .iter()
             .rposition(|c| !is_default(c))
             .map_or(0, |last| last + 1);
         let cells = &cells[..len];
         let Some(first) = cells.first() else {
-            return;
+            return StoredRow::default();
         };
-        // The characters: a byte per cell where all are ASCII (a tight loop, then a SIMD
-        // check), else as UTF-8.
-        let mut bytes = std::mem::take(&mut self.chars).into_bytes();
-        let mut high = 0;
-        bytes.extend(cells.iter().map(|cell| {
-            high |= cell.c as u32;
-            cell.c as u8
-        }));
-        self.chars = if high < 0x80 {
-            String::from_utf8(bytes).unwrap_or_default()
-        } else {
-            bytes.clear();
-            let mut chars = String::from_utf8(bytes).unwrap_or_default();
-            chars.extend(cells.iter().map(|cell| cell.c));
-            chars
-        };
+        scratch.clear();
         let mut run = Run::of(first);
+        let mut high = first.c as u32;
         for cell in &cells[1..] {
+            high |= cell.c as u32;
             if run.fits(cell) && run.len < u16::MAX {
                 run.len += 1;
             } else {
-                self.runs.push(std::mem::replace(&mut run, Run::of(cell)));
+                scratch.push(std::mem::replace(&mut run, Run::of(cell)));
             }
         }
-        self.runs.push(run);
+        scratch.push(run);
+        // The characters: a byte per cell where all are ASCII, else as UTF-8.
+        let chars_len = if high < 0x80 {
+            cells.len()
+        } else {
+            cells.iter().map(|cell| cell.c.len_utf8()).sum()
+        };
+        // Written in place (fixed-size copies: no call per field).
+        let chars_at = HEAD_BYTES + scratch.len() * RUN_BYTES;
+        let mut data = reuse;
+        data.clear();
+        data.resize(chars_at + chars_len, 0);
+        // A reused buffer keeps at most about twice what it holds.
+        if data.capacity() > 2 * data.len() + 64 {
+            data.shrink_to_fit();
+        }
+        data[0..2].copy_from_slice(&(scratch.len() as u16).to_le_bytes());
+        data[2..4].copy_from_slice(&(cells.len() as u16).to_le_bytes());
+        let mut extras = Vec::new();
+        for (i, (run, out)) in scratch
+            .iter()
+            .zip(data[HEAD_BYTES..chars_at].chunks_exact_mut(RUN_BYTES))
+            .enumerate()
+        {
+            out[0..2].copy_from_slice(&run.len.to_le_bytes());
+            out[2..6].copy_from_slice(&color_bytes(run.fg));
+            out[6..10].copy_from_slice(&color_bytes(run.bg));
+            out[10..12].copy_from_slice(&run.flags.bits().to_le_bytes());
+            if let Some(extra) = &run.extra {
+                extras.push((i as u16, extra.clone()));
+            }
+        }
+        let chars = &mut data[chars_at..];
+        if high < 0x80 {
+            for (out, cell) in chars.iter_mut().zip(cells) {
+                *out = cell.c as u8;
+            }
+        } else {
+            let mut at = 0;
+            for cell in cells {
+                at += cell.c.encode_utf8(&mut chars[at..]).len();
+            }
+        }
+        StoredRow {
+            data,
+            extras: extras.into_boxed_slice(),
+        }
+    }
+
+    fn head(&self, at: usize) -> usize {
+        self.data
+            .get(at..at + 2)
+            .map_or(0, |b| u16::from_le_bytes([b[0], b[1]]) as usize)
+    }
+
+    fn run_count(&self) -> usize {
+        self.head(0)
     }
 
     /// Cells held (the rest of the row is default blanks).
     fn len(&self) -> usize {
-        self.runs.iter().map(|run| run.len as usize).sum()
+        self.head(2)
+    }
+
+    fn run_bytes(&self, i: usize) -> &[u8] {
+        &self.data[HEAD_BYTES + i * RUN_BYTES..][..RUN_BYTES]
+    }
+
+    /// Each run's length, flags and extra data, without decoding its colours.
+    fn heads(&self) -> impl Iterator<Item = (usize, Flags, Option<&Arc<CellExtra>>)> + '_ {
+        let mut extras = self.extras.iter().peekable();
+        (0..self.run_count()).map(move |i| {
+            let b = self.run_bytes(i);
+            let extra = extras
+                .next_if(|(at, _)| *at as usize == i)
+                .map(|(_, extra)| extra);
+            (
+                u16::from_le_bytes([b[0], b[1]]) as usize,
+                Flags::from_bits_retain(u16::from_le_bytes([b[10], b[11]])),
+                extra,
+            )
+        })
+    }
+
+    /// The runs, in order.
+    fn runs(&self) -> impl Iterator<Item = Run> + '_ {
+        self.heads().enumerate().map(|(i, (len, flags, extra))| {
+            let b = self.run_bytes(i);
+            Run {
+                len: len as u16,
+                fg: get_color(&b[2..6]),
+                bg: get_color(&b[6..10]),
+                flags,
+                extra: extra.cloned(),
+            }
+        })
+    }
+
+    /// The characters of the held cells.
+    fn chars(&self) -> &str {
+        let at = (HEAD_BYTES + self.run_count() * RUN_BYTES).min(self.data.len());
+        std::str::from_utf8(&self.data[at..]).unwrap_or_default()
     }
 
     /// Each held cell, in order, with its column.
     pub fn for_each_cell(&self, mut f: impl FnMut(usize, Cell)) {
-        let mut chars = self.chars.chars();
+        let mut chars = self.chars().chars();
         let mut col = 0;
-        for run in self.runs.iter() {
+        for run in self.runs() {
             for c in chars.by_ref().take(run.len as usize) {
                 f(col, run.cell(c));
                 col += 1;
@@ -157,10 +278,11 @@ impl StoredRow {
     /// Whether the row continues onto the next (its last cell, at column `cols - 1`, carries
     /// the wrap flag).
     pub fn wrapped(&self, cols: usize) -> bool {
-        self.runs
-            .last()
-            .is_some_and(|run| run.flags.contains(Flags::WRAPLINE))
-            && self.len() == cols
+        self.len() == cols
+            && self
+                .heads()
+                .last()
+                .is_some_and(|(_, flags, _)| flags.contains(Flags::WRAPLINE))
     }
 
     /// Append the row's text as [`super::Grid::row`] reads it (spacers skipped, a tab as a
@@ -169,35 +291,38 @@ impl StoredRow {
     pub fn text_into(&self, text: &mut String, input: impl Fn(&Cell) -> bool) -> bool {
         const SPACERS: Flags = Flags::WIDE_CHAR_SPACER.union(Flags::LEADING_WIDE_CHAR_SPACER);
         let start = text.len();
+        let chars = self.chars();
         // Where every cell is one byte, a run's characters are a slice of them.
-        let ascii = self.chars.len() == self.len();
+        let ascii = chars.len() == self.len();
         let mut pos = 0;
         let mut is_input = false;
-        for run in self.runs.iter() {
-            let n = run.len as usize;
+        for (n, flags, extra) in self.heads() {
             let end = if ascii {
                 pos + n
             } else {
-                self.chars[pos..]
+                chars[pos..]
                     .char_indices()
                     .nth(n)
-                    .map_or(self.chars.len(), |(i, _)| pos + i)
+                    .map_or(chars.len(), |(i, _)| pos + i)
             };
-            let piece = &self.chars[pos..end];
+            let piece = &chars[pos..end];
             pos = end;
-            if run.flags.intersects(SPACERS) {
+            if flags.intersects(SPACERS) {
                 continue;
             }
             let blank = |c: char| if c == '\t' { ' ' } else { c };
-            if run.extra.is_none() {
+            let Some(extra) = extra else {
                 if piece.contains('\t') {
                     text.extend(piece.chars().map(blank));
                 } else {
                     text.push_str(piece);
                 }
                 continue;
-            }
-            let probe = run.cell(' ');
+            };
+            let probe = Cell {
+                extra: Some(extra.clone()),
+                ..Cell::default()
+            };
             is_input = is_input || input(&probe);
             let combined = probe.zerowidth().unwrap_or(&[]);
             for c in piece.chars() {
@@ -228,6 +353,8 @@ pub struct History {
     cols: usize,
     /// Rows ever pushed (what the pending-pattern matcher counts new rows by).
     pushed: u64,
+    /// The runs of the row being stored (a buffer reused from row to row).
+    scratch: Vec<Run>,
 }
 
 impl History {
@@ -237,6 +364,7 @@ impl History {
             limit,
             cols,
             pushed: 0,
+            scratch: Vec::new(),
         }
     }
 
@@ -270,7 +398,8 @@ impl History {
     /// They do not count as pushed.
     pub fn extend_newest(&mut self, rows: &[GridRow<Cell>]) {
         for row in rows {
-            self.rows.push_back(StoredRow::of(row));
+            self.rows
+                .push_back(StoredRow::of(row, &mut self.scratch, Vec::new()));
         }
         let over = self.rows.len().saturating_sub(self.limit);
         self.rows.drain(..over);
@@ -282,13 +411,23 @@ impl HistorySink<Cell> for History {
         if self.limit == 0 {
             return;
         }
-        let mut stored = if self.rows.len() == self.limit {
-            self.rows.pop_front().unwrap_or_default()
-        } else {
-            StoredRow::default()
-        };
-        stored.fill(row);
-        self.rows.push_back(stored);
+        let mut reuse = Vec::new();
+        if self.rows.len() == self.limit {
+            reuse = self
+                .rows
+                .pop_front()
+                .map(|row| row.data)
+                .unwrap_or_default();
+        } else if self.rows.len() == self.rows.capacity() {
+            // Grow by a quarter, not twice over: a history that stops growing keeps little
+            // room it never uses.
+            let more = (self.rows.len() / 4)
+                .max(64)
+                .min(self.limit - self.rows.len());
+            self.rows.reserve_exact(more);
+        }
+        self.rows
+            .push_back(StoredRow::of(row, &mut self.scratch, reuse));
         self.pushed += 1;
     }
 
@@ -304,21 +443,21 @@ impl HistorySink<Cell> for History {
         let Some(row) = self.rows.back_mut() else {
             return;
         };
-        let Some(last) = row.runs.last() else { return };
-        if !last.flags.contains(Flags::LEADING_WIDE_CHAR_SPACER) || row.len() != self.cols {
+        let held = row.len();
+        let last = row.heads().last();
+        if !last.is_some_and(|(_, flags, _)| flags.contains(Flags::LEADING_WIDE_CHAR_SPACER))
+            || held != self.cols
+        {
             return;
         }
-        // Only the row's last cell: split it off its run.
-        let runs = &mut row.runs;
-        let mut single = runs.last().cloned().expect("a last run");
-        single.flags.remove(Flags::LEADING_WIDE_CHAR_SPACER);
-        single.len = 1;
-        let last = runs.last_mut().expect("a last run");
-        last.len -= 1;
-        if last.len == 0 {
-            runs.pop();
+        // Only the row's last cell changes: the row is stored again (rare: a wide character
+        // at the top left overwritten just after one wrapped at the right edge).
+        let mut cells = Vec::with_capacity(held);
+        row.for_each_cell(|_, cell| cells.push(cell));
+        if let Some(cell) = cells.last_mut() {
+            cell.flags.remove(Flags::LEADING_WIDE_CHAR_SPACER);
         }
-        runs.push(single);
+        *row = StoredRow::of_cells(&cells, &mut self.scratch, Vec::new());
     }
 
     fn boxed_clone(&self) -> Box<dyn HistorySink<Cell>> {
@@ -331,5 +470,17 @@ impl HistorySink<Cell> for History {
 
     fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_named_colour_has_its_own_place() {
+        for (i, n) in NAMED.iter().enumerate() {
+            assert_eq!(named_index(*n) as usize, i, "{n:?}");
+        }
     }
 }
