@@ -35,7 +35,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-SCENARIOS="plain sgr tabs wide scroll_region resize_scroll_region alt_screen_flood wrap_resize_narrower vim vim_resize_unread less cursor_save_restore insert_delete"
+SCENARIOS="plain sgr tabs wide scroll_region resize_scroll_region alt_screen_flood alt_screen_47 wrap_resize_narrower vim vim_resize_unread less cursor_save_restore insert_delete"
 if [ "$list" = 1 ]; then echo "$SCENARIOS" | tr ' ' '\n'; exit 0; fi
 for o in ${only//,/ }; do
   case " $SCENARIOS " in *" $o "*) ;; *) echo "fidelity.sh: unknown scenario $o (see --list)" >&2; exit 2 ;; esac
@@ -347,6 +347,17 @@ sc_alt_screen_flood() {
     printf '\\033[?1049l'; $END; $KEEP"
   screen ALT-END; check "in the alternate screen after 2.6 MB"
   keys Enter; screen FID-END; check "after leaving the alternate screen"
+}
+
+# DEC 47 and 1047: the alternate screen without 1049's cursor save (one cursor for both
+# screens, DECSC untouched).
+sc_alt_screen_47() {
+  start 80 24 "printf 'main 1\\nmain 2\\nmain 3\\n\\033[5;7H\\0337\\033[1;1H\\033[?47hA47\\n\\033[10;20HALT-47';
+    read x; printf '\\033[?47lafter47\\033[?1047hB1047\\033[12;3HALT-1047'; read x;
+    printf '\\033[?1047lafter1047\\0338R\\033[20;1H'; $END; $KEEP"
+  screen ALT-47; check "on the alternate screen (47)"
+  keys Enter; screen ALT-1047; check "on the alternate screen (1047)"
+  keys Enter; screen FID-END; check "back on the primary screen"
 }
 
 sc_wrap_resize_narrower() {

@@ -238,7 +238,7 @@ fn mode_flag(private: bool, mode: u16) -> Option<TermMode> {
         (true, 1006) => TermMode::SGR_MOUSE,
         (true, 1007) => TermMode::ALTERNATE_SCROLL,
         (true, 1042) => TermMode::URGENCY_HINTS,
-        (true, 1049) => TermMode::ALT_SCREEN,
+        (true, 47 | 1047 | 1049) => TermMode::ALT_SCREEN,
         (true, 2004) => TermMode::BRACKETED_PASTE,
         (false, 4) => TermMode::INSERT,
         (false, 20) => TermMode::LINE_FEED_NEW_LINE,

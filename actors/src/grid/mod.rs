@@ -1025,8 +1025,15 @@ mod tests {
             Just(b"\x1bc".to_vec()),
             Just(b"\x1b[?7l".to_vec()),
             Just(b"\x1b[?7h".to_vec()),
-            Just(b"\x1b[?1049h".to_vec()),
-            Just(b"\x1b[?1049l".to_vec()),
+            prop::sample::select(vec![
+                "\x1b[?1049h",
+                "\x1b[?1049l",
+                "\x1b[?47h",
+                "\x1b[?47l",
+                "\x1b[?1047h",
+                "\x1b[?1047l"
+            ])
+            .prop_map(|s| s.as_bytes().to_vec()),
         ]
     }
 
@@ -1500,6 +1507,31 @@ mod tests {
         let g = grid_of(&bytes, 20, 2);
         assert_eq!(g.row(0).text, "$ aZ");
         assert_eq!(marks(&g, 0), "ppii");
+    }
+
+    #[test]
+    fn dec_47_and_1047_switch_screens_with_one_cursor_as_tmux_does() {
+        // tmux 3.3a, the same bytes (checked by hand, and by `scripts/fidelity.sh`
+        // `alt_screen_47`): the alternate screen's text never reaches the primary one; the
+        // cursor is where the program left it on the alternate screen; DECSC is untouched.
+        let bytes = b"main 1\r\nmain 2\r\nmain 3\r\n\x1b[5;7H\x1b7\x1b[1;1H\
+                      \x1b[?47hA47\r\n\x1b[10;20HALT\x1b[?47lafter47\
+                      \x1b[?1047hB1047\x1b[12;3HALT2\x1b[?1047lafter1047\x1b8R";
+        let g = Grid::materialise(80, 24, 100, bytes);
+        let rows: Vec<String> = (0..13).map(|l| g.row(l).text).collect();
+        assert_eq!(rows[..3], ["main 1", "main 2", "main 3"]);
+        assert_eq!(rows[4], "      R");
+        assert_eq!(rows[9], format!("{}after47", " ".repeat(22)));
+        assert_eq!(rows[11], "      after1047");
+        assert!(rows
+            .iter()
+            .all(|r| !r.contains("ALT") && !r.contains("47 ")));
+        assert_eq!((g.cursor().0, g.cursor().1, g.alt_screen()), (7, 4, false));
+        // And on the alternate screen, it is the one on display (blank, the cursor where it
+        // was).
+        let g = Grid::materialise(80, 24, 100, b"main\x1b[?1047hon alt");
+        assert!(g.alt_screen());
+        assert_eq!(g.row(0).text, "    on alt");
     }
 
     #[test]

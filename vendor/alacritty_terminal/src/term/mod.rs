@@ -779,6 +779,30 @@ impl<T> Term<T> {
         self.alternate_shelved = false;
     }
 
+    /// maxx patch: DEC 47/1047 set. As xterm and tmux do, one cursor (position, pen,
+    /// charsets) serves both screens and the saved cursor (DECSC) is left alone: only 1049
+    /// saves and restores the cursor. (`swap_alt` gives the alternate grid the primary
+    /// cursor and overwrites the primary saved cursor, which is put back.)
+    fn enter_alternate_keeping_cursor(&mut self) {
+        if self.mode.contains(TermMode::ALT_SCREEN) {
+            return;
+        }
+        let saved = self.grid.saved_cursor.clone();
+        self.swap_alt();
+        self.inactive_grid.saved_cursor = saved;
+    }
+
+    /// maxx patch: DEC 47/1047 reset: back to the primary screen, the cursor where the
+    /// program left it on the alternate one.
+    fn leave_alternate_keeping_cursor(&mut self) {
+        if !self.mode.contains(TermMode::ALT_SCREEN) {
+            return;
+        }
+        let cursor = self.grid.cursor.clone();
+        self.swap_alt();
+        self.grid.cursor = cursor;
+    }
+
     /// Swap primary and alternate screen buffer.
     pub fn swap_alt(&mut self) {
         if !self.mode.contains(TermMode::ALT_SCREEN) {
@@ -2018,6 +2042,11 @@ impl<T: EventListener> Handler for Term<T> {
     fn set_private_mode(&mut self, mode: PrivateMode) {
         let mode = match mode {
             PrivateMode::Named(mode) => mode,
+            // maxx patch: DEC 47 and 1047, the alternate screen without 1049's cursor save.
+            PrivateMode::Unknown(47 | 1047) => {
+                self.enter_alternate_keeping_cursor();
+                return;
+            },
             PrivateMode::Unknown(mode) => {
                 debug!("Ignoring unknown mode {mode} in set_private_mode");
                 return;
@@ -2081,6 +2110,11 @@ impl<T: EventListener> Handler for Term<T> {
     fn unset_private_mode(&mut self, mode: PrivateMode) {
         let mode = match mode {
             PrivateMode::Named(mode) => mode,
+            // maxx patch: see `set_private_mode`.
+            PrivateMode::Unknown(47 | 1047) => {
+                self.leave_alternate_keeping_cursor();
+                return;
+            },
             PrivateMode::Unknown(mode) => {
                 debug!("Ignoring unknown mode {mode} in unset_private_mode");
                 return;
