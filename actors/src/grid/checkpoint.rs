@@ -315,24 +315,30 @@ impl Grid {
         let default = Cell::default();
         let blank = style_of(&default).key();
         let mut plain: Option<(Color, Color, u16, usize)> = None;
+        let mut held = Vec::new();
         for line in -(history as i32)..screen as i32 {
             // One pass over the rows: each row's occupied cells are read just before it is
             // written (the row is then in cache), and written after all the rows. A history
-            // row is rebuilt from its compact form, every cell counted as used.
-            let mut rebuilt = None;
-            let row = match self.store() {
-                Some(store) if line < 0 => rebuilt.insert(store.back(-line as usize).to_row(cols)),
-                _ => &mut self.term.grid_mut()[Line(line)],
+            // row gives the cells it holds (the rest are blank default cells), every cell
+            // counted as used.
+            let cells: &[Cell] = match self.store() {
+                Some(store) if line < 0 => {
+                    store.back(-line as usize).cells_into(&mut held);
+                    occupied.push(cols);
+                    &held
+                }
+                _ => {
+                    let row = &mut self.term.grid_mut()[Line(line)];
+                    occupied.push(occupied_cells(row, &mut scratch));
+                    &row[..]
+                }
             };
-            occupied.push(occupied_cells(row, &mut scratch));
-            let row = &*row;
             let mut extras: Vec<(usize, &[char])> = Vec::new();
             // Blank cells at the end of a row (a space, no style, nothing combined: what a
             // fresh row holds) are not written: most rows are far shorter than the terminal.
-            let len = (0..cols)
-                .rev()
-                .find(|&col| {
-                    let cell = &row[Column(col)];
+            let len = cells
+                .iter()
+                .rposition(|cell| {
                     if cell.extra.is_none() {
                         // No combining characters, underline colour or tag: the style is
                         // the colours and flags.
@@ -346,8 +352,7 @@ impl Grid {
                 })
                 .map_or(0, |col| col + 1);
             w.var(len as u64);
-            for col in 0..len {
-                let cell = &row[Column(col)];
+            for (col, cell) in cells[..len].iter().enumerate() {
                 let flags = cell.flags.bits();
                 // A run of cells with the colours and flags of the last plain one (no
                 // `extra`) writes that style's index again without building the style.

@@ -2,7 +2,7 @@
 //! attach`) and the styled cells of a snapshot.
 
 use super::{semantic, Grid};
-use alacritty_terminal::grid::{Dimensions, Row};
+use alacritty_terminal::grid::Dimensions;
 use alacritty_terminal::index::{Column, Line};
 use alacritty_terminal::term::cell::{Cell, Flags};
 use alacritty_terminal::term::TermMode;
@@ -117,68 +117,69 @@ impl Grid {
     /// Cells of `line` with a non-default style or an OSC 133 semantic, reported at
     /// `row_index`.
     pub fn styled_cells(&self, line: i32, row_index: u32, out: &mut Vec<StyledCell>) {
-        self.with_row(line, |row| self.styled_cells_of(row, row_index, out))
-    }
-
-    fn styled_cells_of(&self, row: &Row<Cell>, row_index: u32, out: &mut Vec<StyledCell>) {
-        for col in 0..self.term.columns() {
-            let cell = &row[Column(col)];
-            if let Some((style, semantic)) = listed(cell) {
-                out.push(StyledCell {
-                    col: col as u16,
-                    row: row_index,
-                    semantic,
-                    text: cell.c.to_string(),
-                    style,
-                });
-            }
-        }
+        self.with_cells(line, |cells| styled_cells_of(cells, row_index, out))
     }
 
     /// [`Grid::styled_cells`] as JSON, each cell followed by a comma, straight into `out`
     /// (the bytes serde writes for a [`StyledCell`], without building one: a snapshot
     /// encodes up to ~84,000 of them twice). Returns how many cells were written.
     pub fn styled_cells_json(&self, line: i32, row_index: u32, out: &mut Vec<u8>) -> usize {
-        self.with_row(line, |row| self.styled_cells_json_of(row, row_index, out))
+        self.with_cells(line, |cells| styled_cells_json_of(cells, row_index, out))
     }
+}
 
-    fn styled_cells_json_of(&self, row: &Row<Cell>, row_index: u32, out: &mut Vec<u8>) -> usize {
-        use std::io::Write;
-        let mut n = 0;
-        for col in 0..self.term.columns() {
-            let cell = &row[Column(col)];
-            let Some((style, semantic)) = listed(cell) else {
-                continue;
-            };
-            n += 1;
-            let _ = write!(out, "{{\"col\":{col},\"row\":{row_index},");
-            match semantic {
-                Some(Semantic::Prompt) => out.extend_from_slice(b"\"semantic\":\"Prompt\","),
-                Some(Semantic::Input) => out.extend_from_slice(b"\"semantic\":\"Input\","),
-                None => {}
-            }
-            out.extend_from_slice(b"\"text\":");
-            let mut buf = [0u8; 4];
-            let _ = serde_json::to_writer(&mut *out, &*cell.c.encode_utf8(&mut buf));
-            let _ = write!(
-                out,
-                ",\"style\":{{\"bold\":{},\"dim\":{},\"italic\":{},\"underline\":{},\
-                 \"inverse\":{},\"hidden\":{},\"strikethrough\":{},\"fg\":",
-                style.bold,
-                style.dim,
-                style.italic,
-                style.underline,
-                style.inverse,
-                style.hidden,
-                style.strikethrough
-            );
-            color_json(&style.fg, out);
-            out.extend_from_slice(b",\"bg\":");
-            color_json(&style.bg, out);
-            out.extend_from_slice(b"}},");
+/// The listed cells of a row's `cells` (its blank default cells are never listed, so a
+/// history row's held cells are enough).
+fn styled_cells_of(cells: &[Cell], row_index: u32, out: &mut Vec<StyledCell>) {
+    for (col, cell) in cells.iter().enumerate() {
+        if let Some((style, semantic)) = listed(cell) {
+            out.push(StyledCell {
+                col: col as u16,
+                row: row_index,
+                semantic,
+                text: cell.c.to_string(),
+                style,
+            });
         }
-        n
     }
+}
+
+/// [`styled_cells_of`] as JSON.
+fn styled_cells_json_of(cells: &[Cell], row_index: u32, out: &mut Vec<u8>) -> usize {
+    use std::io::Write;
+    let mut n = 0;
+    for (col, cell) in cells.iter().enumerate() {
+        let Some((style, semantic)) = listed(cell) else {
+            continue;
+        };
+        n += 1;
+        let _ = write!(out, "{{\"col\":{col},\"row\":{row_index},");
+        match semantic {
+            Some(Semantic::Prompt) => out.extend_from_slice(b"\"semantic\":\"Prompt\","),
+            Some(Semantic::Input) => out.extend_from_slice(b"\"semantic\":\"Input\","),
+            None => {}
+        }
+        out.extend_from_slice(b"\"text\":");
+        let mut buf = [0u8; 4];
+        let _ = serde_json::to_writer(&mut *out, &*cell.c.encode_utf8(&mut buf));
+        let _ = write!(
+            out,
+            ",\"style\":{{\"bold\":{},\"dim\":{},\"italic\":{},\"underline\":{},\
+             \"inverse\":{},\"hidden\":{},\"strikethrough\":{},\"fg\":",
+            style.bold,
+            style.dim,
+            style.italic,
+            style.underline,
+            style.inverse,
+            style.hidden,
+            style.strikethrough
+        );
+        color_json(&style.fg, out);
+        out.extend_from_slice(b",\"bg\":");
+        color_json(&style.bg, out);
+        out.extend_from_slice(b"}},");
+    }
+    n
 }
 
 /// A cell's style and semantic, when it is listed: a non-default style or a semantic. The

@@ -263,6 +263,13 @@ impl StoredRow {
         }
     }
 
+    /// The held cells, in order, into `out` (cleared first).
+    pub fn cells_into(&self, out: &mut Vec<Cell>) {
+        out.clear();
+        out.reserve(self.len());
+        self.for_each_cell(|_, cell| out.push(cell));
+    }
+
     /// The row as alacritty's, `cols` wide, every cell counted as used (see `Grid::resize`).
     pub fn to_row(&self, cols: usize) -> GridRow<Cell> {
         let mut row = GridRow::new(cols);
@@ -452,8 +459,8 @@ impl HistorySink<Cell> for History {
         }
         // Only the row's last cell changes: the row is stored again (rare: a wide character
         // at the top left overwritten just after one wrapped at the right edge).
-        let mut cells = Vec::with_capacity(held);
-        row.for_each_cell(|_, cell| cells.push(cell));
+        let mut cells = Vec::new();
+        row.cells_into(&mut cells);
         if let Some(cell) = cells.last_mut() {
             cell.flags.remove(Flags::LEADING_WIDE_CHAR_SPACER);
         }

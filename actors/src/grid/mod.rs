@@ -35,7 +35,7 @@ pub(crate) use checkpoint::{Reader, Writer};
 
 pub use answer::SnapshotHead;
 
-use alacritty_terminal::grid::{Dimensions, Row as GridRow};
+use alacritty_terminal::grid::Dimensions;
 use alacritty_terminal::index::Line;
 use alacritty_terminal::term::cell::{Cell, Flags, Hyperlink};
 use alacritty_terminal::term::{Config, Term, TermMode};
@@ -354,7 +354,7 @@ static RIS_FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
     std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\x1bc"));
 
 /// Bytes [`Grid::feed_scanning`] parses before it takes the rows they scrolled: about two
-/// hundred rows of typical output, which stay in the cache until then.
+/// hundred rows of typical output.
 const SCAN_PIECE: usize = 16 * 1024;
 
 /// A materialised screen.
@@ -496,9 +496,10 @@ impl Grid {
     }
 
     /// [`Grid::feed`] while patterns are pending: in pieces, taking the text of the rows each
-    /// piece scrolled into history right after it, while they are still in the cache. A
-    /// look at a flood's scrolled rows a few milliseconds later read each row's cells back
-    /// from memory: a fifth of the grid worker's time with a text wait pending (measured).
+    /// piece scrolled into history right after it, while their compact form is still in the
+    /// cache and before a flood can evict them from a short history. (Measured when history
+    /// rows were alacritty's 24-byte cells: reading them back at the next look instead cost
+    /// a fifth of the grid worker's time with a text wait pending.)
     pub fn feed_scanning(&mut self, bytes: &[u8]) {
         for piece in bytes.chunks(SCAN_PIECE) {
             self.feed(piece);
@@ -678,18 +679,13 @@ impl Grid {
         // with the screen (and pulls rows from it onto a taller screen, or pushes rows into
         // it from a shorter one), and comes out after. At the same width only the rows a
         // taller screen pulls down are needed; a new width reflows them all.
-        let alt = self.alt_screen();
         let needed = if cols == self.cols() {
             (rows as usize).saturating_sub(self.rows() as usize)
         } else {
             usize::MAX
         };
         let scrollback = self.scrollback;
-        let main = if alt {
-            self.term.inactive_grid_mut()
-        } else {
-            self.term.grid_mut()
-        };
+        let main = self.primary_grid_mut();
         let mut sink = main.history_sink.take();
         if let Some(store) = sink
             .as_mut()
@@ -713,17 +709,23 @@ impl Grid {
         Grid::count_rows_used(self.term.grid_mut());
         Grid::count_rows_used(self.term.inactive_grid_mut());
         if let Some(mut sink) = sink {
-            let main = if alt {
-                self.term.inactive_grid_mut()
-            } else {
-                self.term.grid_mut()
-            };
+            let main = self.primary_grid_mut();
             let rows = main.take_history();
             if let Some(store) = sink.as_any_mut().downcast_mut::<history::History>() {
                 store.set_cols(cols as usize);
                 store.extend_newest(&rows);
             }
             main.history_sink = Some(sink);
+        }
+    }
+
+    /// The primary screen's grid, on display or behind the alternate screen: the one that
+    /// keeps the history.
+    fn primary_grid_mut(&mut self) -> &mut alacritty_terminal::grid::Grid<Cell> {
+        if self.alt_screen() {
+            self.term.inactive_grid_mut()
+        } else {
+            self.term.grid_mut()
         }
     }
 
@@ -759,12 +761,17 @@ impl Grid {
         }
     }
 
-    /// Run `f` on row `line` (0.. the viewport, negative lines history) as alacritty's: a
-    /// history row is rebuilt from its compact form for the call.
-    pub fn with_row<R>(&self, line: i32, f: impl FnOnce(&GridRow<Cell>) -> R) -> R {
+    /// Run `f` on the cells of row `line` (0.. the viewport, negative lines history). A
+    /// history row gives the cells it holds, decoded for the call: the rest of it is blank
+    /// default cells.
+    pub fn with_cells<R>(&self, line: i32, f: impl FnOnce(&[Cell]) -> R) -> R {
         match self.store() {
-            Some(store) if line < 0 => f(&store.back(-line as usize).to_row(self.cols() as usize)),
-            _ => f(&self.term.grid()[Line(line)]),
+            Some(store) if line < 0 => {
+                let mut cells = Vec::new();
+                store.back(-line as usize).cells_into(&mut cells);
+                f(&cells)
+            }
+            _ => f(&self.term.grid()[Line(line)][..]),
         }
     }
 
@@ -1242,9 +1249,22 @@ mod tests {
                 proptest::prop_assert!(false, "{} vs {} lines\n{}", a.len(), b.len(), diff.join("\n"));
             }
             proptest::prop_assert_eq!(grid.history(), reference.history());
+            // What readers get: each row's text and its styled cells.
+            let read = |g: &Grid, line: i32| {
+                let (row, mut cells) = (g.row(line), Vec::new());
+                g.styled_cells_json(line, 0, &mut cells);
+                (row.text, row.wrapped, row.input, String::from_utf8(cells).unwrap_or_default())
+            };
             for line in -(grid.history() as i32)..grid.rows() as i32 {
-                let (a, b) = (grid.row(line), reference.row(line));
-                proptest::prop_assert_eq!((a.text, a.wrapped, a.input), (b.text, b.wrapped, b.input));
+                proptest::prop_assert_eq!(read(&grid, line), read(&reference, line));
+            }
+            // A checkpoint carries the compact history and restores into one that reads alike.
+            if let Some(bytes) = grid.checkpoint() {
+                let restored = Grid::restore(&bytes, None).expect("a checkpoint restores");
+                proptest::prop_assert_eq!(restored.history(), grid.history());
+                for line in -(grid.history() as i32)..grid.rows() as i32 {
+                    proptest::prop_assert_eq!(read(&restored, line), read(&grid, line));
+                }
             }
         }
     }
