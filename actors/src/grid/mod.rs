@@ -418,7 +418,10 @@ impl Grid {
     /// reference the compact history is compared with.
     #[cfg(test)]
     pub fn new_reference(cols: u16, rows: u16, scrollback: usize) -> Grid {
-        Grid::with_term(Grid::term(cols, rows, scrollback), scrollback)
+        let mut g = Grid::with_term(Grid::term(cols, rows, scrollback), scrollback);
+        // And every character printed through alacritty's `input`, not maxx's fast path.
+        g.term.set_input_per_char();
+        g
     }
 
     fn with_term(term: Term<alacritty_terminal::event::VoidListener>, scrollback: usize) -> Grid {
@@ -1118,6 +1121,14 @@ mod tests {
                 "\x1b(0q\x1b(B",
                 "\x1b)0\x0eq",
                 "\x0f",
+                // Printable runs and what the fast path for them leaves to `input`: insert
+                // mode, no autowrap, DEL, C1 controls amid text, REP of the last character.
+                "\x1b[4hins\x1b[4l",
+                "\x1b[?7lno wrap at all here\x1b[?7h",
+                "a\x7fb",
+                "x\u{85}y\u{9b}z",
+                "abc\x1b[3b",
+                "\x1b[1;5H\x1b[4mstyled run over the edge\x1b[24m",
             ])
             .prop_map(|s| s.as_bytes().to_vec()),
         ]

@@ -290,6 +290,10 @@ pub struct Term<T> {
     /// [`Term::set_lazy_alternate`]).
     lazy_alternate: bool,
 
+    /// maxx patch: print every character through `input`, never the run fast path (see
+    /// [`Term::set_input_per_char`]).
+    input_per_char: bool,
+
     /// maxx patch: the alternate grid is not on display and `inactive_grid` is a 1x1 grid
     /// holding only its cursors.
     alternate_shelved: bool,
@@ -433,6 +437,7 @@ impl<T> Term<T> {
         Term {
             inactive_grid,
             lazy_alternate: false,
+            input_per_char: false,
             alternate_shelved: false,
             scroll_region,
             event_proxy,
@@ -741,6 +746,14 @@ impl<T> Term<T> {
     /// maxx patch: see [`Term::inactive_grid_mut`].
     pub fn inactive_grid(&self) -> &Grid<Cell> {
         &self.inactive_grid
+    }
+
+    /// maxx patch: print every character through `input` (as alacritty does), not the
+    /// fast path for runs of printable ASCII (`input_run`), and let vte dispatch the
+    /// characters between controls one by one as it does unpatched: what the property tests
+    /// compare the fast path with.
+    pub fn set_input_per_char(&mut self) {
+        self.input_per_char = true;
     }
 
     /// maxx patch: keep the alternate grid only while it is on display. Off display it is
@@ -1162,6 +1175,71 @@ impl<T> Dimensions for Term<T> {
 }
 
 impl<T: EventListener> Handler for Term<T> {
+    /// maxx patch: a run of characters without controls, as `input` of each would write
+    /// them, with a fast path for printable ASCII written along the cursor's row: one call
+    /// and one look at the modes per stretch instead of per character (`input` was a fifth
+    /// of parsing a flood). Every case the fast path does not cover as `input` would (a
+    /// pending wrap, insert mode, a mapped charset, a wide character under the cursor,
+    /// anything but printable ASCII) goes through `input`, one character at a time.
+    fn takes_runs(&self) -> bool {
+        !self.input_per_char
+    }
+
+    fn input_run(&mut self, text: &str) {
+        let bytes = text.as_bytes();
+        let printable = |b: u8| (0x20..0x7f).contains(&b);
+        let mut i = 0;
+        while let Some(&b) = bytes.get(i) {
+            let fast = printable(b)
+                && !self.grid.cursor.input_needs_wrap
+                && !self.mode.contains(TermMode::INSERT)
+                && self.grid.cursor.charsets[self.active_charset] == StandardCharset::Ascii;
+            let start = i;
+            if fast {
+                let columns = self.columns();
+                let template = &self.grid.cursor.template;
+                let (fg, bg, flags) = (template.fg, template.bg, template.flags);
+                let extra = template.extra.clone();
+                let point = self.grid.cursor.point;
+                let mut column = point.column.0;
+                let mut wrap = false;
+                let row = &mut self.grid[point.line];
+                while let Some(&b) = bytes.get(i) {
+                    if !printable(b) {
+                        break;
+                    }
+                    let cell = &mut row[Column(column)];
+                    if cell.flags.intersects(Flags::WIDE_CHAR | Flags::WIDE_CHAR_SPACER) {
+                        break;
+                    }
+                    cell.c = b as char;
+                    cell.fg = fg;
+                    cell.bg = bg;
+                    cell.flags = flags;
+                    cell.extra = extra.clone();
+                    i += 1;
+                    if column + 1 < columns {
+                        column += 1;
+                    } else {
+                        wrap = true;
+                        break;
+                    }
+                }
+                self.grid.cursor.point.column = Column(column);
+                if wrap {
+                    self.grid.cursor.input_needs_wrap = true;
+                }
+            }
+            if i == start {
+                // `i` is at a character boundary: the fast path stops only before a byte that
+                // is printable ASCII or the first of a character.
+                let c = text[i..].chars().next().unwrap_or_default();
+                self.input(c);
+                i += c.len_utf8();
+            }
+        }
+    }
+
     /// A character to be displayed.
     #[inline(never)]
     fn input(&mut self, c: char) {
