@@ -419,8 +419,8 @@ impl Grid {
     #[cfg(test)]
     pub fn new_reference(cols: u16, rows: u16, scrollback: usize) -> Grid {
         let mut g = Grid::with_term(Grid::term(cols, rows, scrollback), scrollback);
-        // And every character printed through alacritty's `input`, not maxx's fast path.
-        g.term.set_input_per_char();
+        // And none of maxx's fast paths in alacritty (vendor/README.md).
+        g.term.set_reference();
         g
     }
 

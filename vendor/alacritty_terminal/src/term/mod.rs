@@ -290,9 +290,9 @@ pub struct Term<T> {
     /// [`Term::set_lazy_alternate`]).
     lazy_alternate: bool,
 
-    /// maxx patch: print every character through `input`, never the run fast path (see
-    /// [`Term::set_input_per_char`]).
-    input_per_char: bool,
+    /// maxx patch: none of maxx's fast paths, exactly alacritty's way (see
+    /// [`Term::set_reference`]).
+    reference: bool,
 
     /// maxx patch: the alternate grid is not on display and `inactive_grid` is a 1x1 grid
     /// holding only its cursors.
@@ -437,7 +437,7 @@ impl<T> Term<T> {
         Term {
             inactive_grid,
             lazy_alternate: false,
-            input_per_char: false,
+            reference: false,
             alternate_shelved: false,
             scroll_region,
             event_proxy,
@@ -748,12 +748,12 @@ impl<T> Term<T> {
         &self.inactive_grid
     }
 
-    /// maxx patch: print every character through `input` (as alacritty does), not the
-    /// fast path for runs of printable ASCII (`input_run`), and let vte dispatch the
-    /// characters between controls one by one as it does unpatched: what the property tests
-    /// compare the fast path with.
-    pub fn set_input_per_char(&mut self) {
-        self.input_per_char = true;
+    /// maxx patch: none of maxx's fast paths: every character printed through `input` (not
+    /// `input_run`) and dispatched one by one by vte as it does unpatched; a line cleared to
+    /// its end counted as used to its end (`clear_line`). What the property tests compare
+    /// the fast paths with.
+    pub fn set_reference(&mut self) {
+        self.reference = true;
     }
 
     /// maxx patch: keep the alternate grid only while it is on display. Off display it is
@@ -1182,7 +1182,7 @@ impl<T: EventListener> Handler for Term<T> {
     /// pending wrap, insert mode, a mapped charset, a wide character under the cursor,
     /// anything but printable ASCII) goes through `input`, one character at a time.
     fn takes_runs(&self) -> bool {
-        !self.input_per_char
+        !self.reference
     }
 
     fn input_run(&mut self, text: &str) {
@@ -1831,9 +1831,17 @@ impl<T: EventListener> Handler for Term<T> {
 
         self.damage.damage_line(point.line.0 as usize, left.0, right.0 - 1);
 
+        let to_end = !self.reference && right.0 == self.columns();
         let row = &mut self.grid[point.line];
         for cell in &mut row[left..right] {
             *cell = bg.into();
+        }
+        // maxx patch: cleared to its end, the row's cells from `left` on are all what a
+        // reset with this background makes, so they need not count as used (the writes
+        // above counted them all): a later reset (the row scrolling back in at the bottom)
+        // and a copy into history then stop at `left` instead of the row's end.
+        if to_end {
+            row.occ = left.0;
         }
 
         let range = self.grid.cursor.point.line..=self.grid.cursor.point.line;
