@@ -194,8 +194,15 @@ pub fn run(cfg: &Cfg) -> R<(Vec<Row>, Value)> {
     let f = file.display().to_string();
     let daemon = Daemon::start(&cfg.maxx, &[])?;
     let c = daemon.client.clone();
-    let mut alone = Daemon::start(&cfg.maxx, &[])?;
-    alone.without_keeper()?;
+    // `MAXX_BENCH_NO_KEEPER_ROW=1`: no keeper-killed row, for an A/B against a build from
+    // before the keeper (its daemon has none to kill).
+    let mut alone = match std::env::var_os("MAXX_BENCH_NO_KEEPER_ROW") {
+        Some(_) => None,
+        None => Some(Daemon::start(&cfg.maxx, &[])?),
+    };
+    if let Some(alone) = alone.as_mut() {
+        alone.without_keeper()?;
+    }
     let mut rate_no_keeper = Vec::new();
     let mut r_keeper = Vec::new();
     let tmux = Tmux::start("keep", 200, 50)?;
@@ -228,9 +235,11 @@ pub fn run(cfg: &Cfg) -> R<(Vec<Row>, Value)> {
         cpu_per_100mb[0].push(cpu_s * 100.0 / mb);
         // the same with the keeper gone (issue 20: holding the masters must not cost the
         // drain path)
-        let (alone_s, _) = drain(&alone.client, alone.pid(), &f, big)?;
-        rate_no_keeper.push(mb / alone_s);
-        r_keeper.push(alone_s / drain_s);
+        if let Some(alone) = &alone {
+            let (alone_s, _) = drain(&alone.client, alone.pid(), &f, big)?;
+            rate_no_keeper.push(mb / alone_s);
+            r_keeper.push(alone_s / drain_s);
+        }
 
         // maxx, drain path with a person attached (bytes forwarded through the actor)
         let id = c.create(json!({"command": format!("read x; cat {f}; exit 0"), "cols": 200, "rows": 50, "focus": false}))?;
