@@ -1175,16 +1175,18 @@ impl<T> Dimensions for Term<T> {
 }
 
 impl<T: EventListener> Handler for Term<T> {
-    /// maxx patch: a run of characters without controls, as `input` of each would write
-    /// them, with a fast path for printable ASCII written along the cursor's row: one call
-    /// and one look at the modes per stretch instead of per character (`input` was a fifth
-    /// of parsing a flood). Every case the fast path does not cover as `input` would (a
-    /// pending wrap, insert mode, a mapped charset, a wide character under the cursor,
-    /// anything but printable ASCII) goes through `input`, one character at a time.
+    /// maxx patch: runs of printable characters come to `input_run` (unless this is a
+    /// reference grid: [`Term::set_reference`]).
     fn takes_runs(&self) -> bool {
         !self.reference
     }
 
+    /// maxx patch: a run of characters without controls, as `input` of each would write
+    /// them, with a fast path for printable ASCII written along the cursor's row: one call
+    /// and one look at the modes per stretch instead of per character (`input` was a fifth
+    /// of parsing a flood). Every case the fast path does not cover as `input` would (a
+    /// pending wrap, insert mode, a mapped charset, a wide character or its spacer under the
+    /// cursor, DEL, anything not ASCII) goes through `input`, one character at a time.
     fn input_run(&mut self, text: &str) {
         let bytes = text.as_bytes();
         let printable = |b: u8| (0x20..0x7f).contains(&b);
