@@ -414,8 +414,9 @@ impl Grid {
         g
     }
 
-    /// A grid whose history alacritty keeps itself, as every terminal built on it does: the
-    /// reference the compact history is compared with.
+    /// A grid as alacritty alone makes it: its history kept by alacritty itself, as every
+    /// terminal built on it does, and none of maxx's parsing fast paths. The reference the
+    /// compact history and the fast paths are compared with.
     #[cfg(test)]
     pub fn new_reference(cols: u16, rows: u16, scrollback: usize) -> Grid {
         let mut g = Grid::with_term(Grid::term(cols, rows, scrollback), scrollback);

@@ -1324,12 +1324,7 @@ where
     #[inline]
     fn print_run(&mut self, text: &str) {
         if !self.handler.takes_runs() {
-            for c in text.chars() {
-                match c {
-                    '\x00'..='\x1f' | '\u{80}'..='\u{9f}' => self.execute(c as u8),
-                    _ => self.print(c),
-                }
-            }
+            crate::print_each(self, text);
             return;
         }
         let bytes = text.as_bytes();

@@ -746,6 +746,18 @@ enum State {
     Ground,
 }
 
+/// maxx patch: what [`Perform::print_run`] does unless overridden, for an override to fall
+/// back on: each character of `text` executed if it is a C0 or C1 control, else printed.
+#[inline]
+pub fn print_each<P: Perform + ?Sized>(performer: &mut P, text: &str) {
+    for c in text.chars() {
+        match c {
+            '\x00'..='\x1f' | '\u{80}'..='\u{9f}' => performer.execute(c as u8),
+            _ => performer.print(c),
+        }
+    }
+}
+
 /// Performs actions requested by the Parser
 ///
 /// Actions in this case mean, for example, handling a CSI escape sequence
@@ -766,12 +778,7 @@ pub trait Perform {
     /// do exactly what this does.
     #[inline]
     fn print_run(&mut self, text: &str) {
-        for c in text.chars() {
-            match c {
-                '\x00'..='\x1f' | '\u{80}'..='\u{9f}' => self.execute(c as u8),
-                _ => self.print(c),
-            }
-        }
+        print_each(self, text);
     }
 
     /// Execute a C0 or C1 control function.
