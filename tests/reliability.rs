@@ -1127,3 +1127,66 @@ fn a_dormant_record_takes_declarations_and_they_persist() {
     assert!(v["parent_id"].is_null(), "{v}");
     assert_eq!(v["metadata"]["k"], "v", "{v}");
 }
+
+/// A create is acknowledged only once its record is on disk: on a full disk the create whose
+/// own journal line fails is answered `persistence_failed` (its program is stopped, since
+/// the caller never learns its id), never `ok`, so a crash right after loses no
+/// acknowledged session. (Its answer used to be sent without the journal's verdict.)
+#[test]
+fn a_create_whose_record_cannot_be_written_is_never_acknowledged() {
+    let base = tempfile::Builder::new()
+        .prefix("maxx-full-create")
+        .tempdir()
+        .unwrap();
+    let ctl = base.path().join("ctl");
+    std::fs::create_dir(&ctl).unwrap();
+    let fs = match Tmpfs::mount(&ctl, "1m") {
+        Ok(fs) => fs,
+        Err(why) => {
+            skip_or_fail(&format!(
+                "needs root (CAP_SYS_ADMIN) to mount a tmpfs: {why}"
+            ));
+            return;
+        }
+    };
+    let mut d = Daemon::start_at(ctl.clone());
+    let filler = fs.fill();
+    let mut acked = Vec::new();
+    let refused = (0..5_000)
+        .find_map(|i| {
+            let r = d.call(
+                "sessions.create",
+                json!({"command": "sleep 600", "title": format!("c{i}")}),
+            );
+            if r["ok"] == true {
+                acked.push(sid(&r["result"]["session"]));
+                return None;
+            }
+            Some(r)
+        })
+        .expect("a create failed on a full disk");
+    assert_eq!(refused["error"]["code"], "persistence_failed", "{refused}");
+    // The refused create's program does not run on: every running session is acknowledged.
+    let list = d.ok("sessions.list", json!({}));
+    for s in list["sessions"].as_array().unwrap() {
+        if s["lifecycle"] == "running" {
+            let id = s["session_id"].as_str().unwrap().to_string();
+            assert!(
+                acked.contains(&id),
+                "a running session nobody was told of: {s}"
+            );
+        }
+    }
+    // A crash now, then room: every acknowledged create is back.
+    d.crash();
+    std::fs::remove_file(&filler).unwrap();
+    d.restart();
+    for id in &acked {
+        let v = d.get(id);
+        assert_eq!(
+            v["session_id"],
+            id.as_str(),
+            "acknowledged create {id} lost: {v}"
+        );
+    }
+}

@@ -333,6 +333,7 @@ mod tests {
                 params: Box::new(params),
                 cwd: std::env::temp_dir(),
                 caller: "test".into(),
+                created: None,
             };
             let session_id = crate::session::new_id();
             sup.call(

@@ -450,14 +450,24 @@ async fn create(
         ));
     }
     let session_id = new_id();
+    let (created, view) = ractor::concurrency::oneshot();
     let start = SessionStart::New {
         params: Box::new(params),
         cwd,
         caller: caller.to_string(),
+        created: Some(created.into()),
     };
     let actor =
         StartSession::ask(&ctx.sessions, session_id.clone(), start, ACTOR_CALL_TIMEOUT).await?;
-    let created = ask(&actor, SessionMsg::View, ACTOR_CALL_TIMEOUT).await?;
+    let created = match tokio::time::timeout(ACTOR_CALL_TIMEOUT, view).await {
+        Ok(Ok(created)) => created,
+        Ok(Err(_)) => Err(ErrorBody::internal(
+            "the new session's actor dropped its answer",
+        )),
+        Err(_) => Err(ErrorBody::internal(
+            "the new session's record was not journaled in time",
+        )),
+    };
     if let Err(e) = &created {
         if e.code == ErrorCode::PersistenceFailed {
             // The caller never learns this session's id: do not leave its program running.

@@ -68,12 +68,13 @@ impl SessionState {
             persist,
             spawn,
         };
-        let (params, cwd, caller) = match start {
+        let (params, cwd, caller, created) = match start {
             SessionStart::New {
                 params,
                 cwd,
                 caller,
-            } => (*params, cwd, caller),
+                created,
+            } => (*params, cwd, caller, created),
             SessionStart::Restored(record) | SessionStart::Recovered(record) => {
                 let Record { session, audit } = *record;
                 let kept = Kept {
@@ -180,6 +181,11 @@ impl SessionState {
             actor: myself,
             focus: params.focus,
         })?;
+        // The answer goes through the journal like any acknowledgement: queued behind the
+        // record's line now, so the journal writes it while the supervisor answers.
+        if let Some(created) = created {
+            state.ack(created, Ok(state.view.clone()));
+        }
         Ok(state)
     }
 

@@ -119,6 +119,9 @@ pub enum SessionStart {
         cwd: PathBuf,
         /// The policy source of the creating request (source of create-time declarations).
         caller: String,
+        /// Where the new record goes once the journal holds it (`sessions.create`'s
+        /// answer), sent from the actor's start: no request to the new actor after it.
+        created: Option<RpcReplyPort<Result<SessionView, ErrorBody>>>,
     },
     /// A record restored from `registry.json`: detached, no surface until restarted.
     Restored(Box<Record>),
@@ -225,8 +228,6 @@ pub enum WatchLine {
 pub enum SessionMsg {
     /// From the pump.
     Pump(PumpEvent),
-    /// The current record.
-    View(RpcReplyPort<Result<SessionView, ErrorBody>>),
     /// A request to this session, one of the methods served by its actor
     /// ([`maxx_protocol::request::Serve::Session`]); `request.rs` has their handlers.
     Request {
@@ -510,8 +511,6 @@ impl SessionActor {
             }
             #[cfg(debug_assertions)]
             SessionMsg::DebugPanic => panic!("fault injected by debug.panic"),
-            // `View` answers a create: it goes through the journal like any acknowledgement.
-            SessionMsg::View(reply) => state.ack(reply, Ok(state.view.clone())),
             SessionMsg::Request {
                 call,
                 caller,
