@@ -3,10 +3,13 @@
 //!
 //! At start the daemon reads the keeper's handoff: the sessions that outlived the previous
 //! daemon ([`Survivor`]: master, pid, ids, registration secret, recorded exit status). Then
-//! one tokio task owns the link: it sends what the sessions tell the keeper ([`Keeper`]:
+//! one tokio task serves the link: it sends what the sessions tell the keeper ([`Keeper`]:
 //! a master to hold when a child is spawned, a surface closed, ready, stopping), in order,
 //! and delivers what the keeper reports (the exit status of a child the keeper is the parent
-//! of, i.e. a re-adopted session).
+//! of, i.e. a re-adopted session). A packet with nothing queued before it is sent by the
+//! caller itself, at once (a create's master reaches the kernel before its answer without a
+//! hop to the task); the task sends what the socket could not take then, and what queued
+//! behind it.
 //!
 //! [`proof`] decides whether a survivor is a restored record's own live program.
 
@@ -16,7 +19,7 @@ pub mod proof;
 use maxx_protocol::keeper::{ChildStatus, FromKeeper, ToKeeper, MESSAGE_MAX};
 use std::collections::HashMap;
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::unix::AsyncFd;
@@ -83,10 +86,21 @@ struct Exits {
     gone: bool,
 }
 
+/// Who sends next: the caller at once, or the link's task (see [`Keeper::send`]).
+struct Sending {
+    /// Packets handed to the task and not sent yet (in order: nothing is sent directly
+    /// while any wait).
+    queued: usize,
+    /// The link failed a send: nothing more is sent.
+    closed: bool,
+}
+
 /// A handle on the keeper link; cheap to clone. Every session's `Pty` holds one.
 #[derive(Clone)]
 pub struct Keeper {
     tx: mpsc::UnboundedSender<Outgoing>,
+    link: Arc<AsyncFd<OwnedFd>>,
+    sending: Arc<Mutex<Sending>>,
     exits: Arc<Mutex<Exits>>,
     /// The keeper's pid (our parent at start), for `daemon.status`.
     pid: u32,
@@ -113,9 +127,16 @@ impl Keeper {
             .map_err(|_| io::Error::other("the keeper did not hand over its sessions in time"))??;
         let (tx, rx) = mpsc::unbounded_channel();
         let exits = Arc::new(Mutex::new(Exits::default()));
-        tokio::spawn(serve(link, rx, exits.clone()));
+        let link = Arc::new(link);
+        let sending = Arc::new(Mutex::new(Sending {
+            queued: 0,
+            closed: false,
+        }));
+        tokio::spawn(serve(link.clone(), rx, exits.clone(), sending.clone()));
         let keeper = Keeper {
             tx,
+            link,
+            sending,
             exits,
             pid: nix::unistd::getppid().as_raw() as u32,
             daemons_before: handoff.daemons_before,
@@ -123,8 +144,33 @@ impl Keeper {
         Ok((keeper, handoff))
     }
 
+    /// Send `msg` now if nothing is queued before it and the socket takes it; else queue it
+    /// for the link's task, behind what is queued.
     fn send(&self, msg: ToKeeper, fds: Vec<OwnedFd>) {
-        let _ = self.tx.send(Outgoing::Packet(msg, fds));
+        let mut sending = self.sending.lock().unwrap_or_else(|e| e.into_inner());
+        if sending.closed {
+            return;
+        }
+        if sending.queued == 0 {
+            let Some(bytes) = msg.encode() else {
+                // Ids and tokens are ours and always encode; never send a half message.
+                return;
+            };
+            let borrowed: Vec<_> = fds.iter().map(std::os::fd::AsFd::as_fd).collect();
+            match packet::send(self.link.get_ref().as_fd(), &bytes, &borrowed) {
+                Ok(()) => return,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(_) => {
+                    sending.closed = true;
+                    drop(sending);
+                    keeper_gone(&self.exits);
+                    return;
+                }
+            }
+        }
+        if self.tx.send(Outgoing::Packet(msg, fds)).is_ok() {
+            sending.queued += 1;
+        }
     }
 
     /// A child was spawned on this master: the keeper holds a duplicate under `surface_id`.
@@ -163,7 +209,13 @@ impl Keeper {
     /// dies now), or once the link is gone (nothing will be sent, so waiting is pointless).
     pub fn flushed(&self) -> oneshot::Receiver<()> {
         let (done, rx) = oneshot::channel();
-        let _ = self.tx.send(Outgoing::Flushed(done));
+        let sending = self.sending.lock().unwrap_or_else(|e| e.into_inner());
+        if sending.queued == 0 {
+            // Everything was sent by its caller already (or the link is gone).
+            let _ = done.send(());
+        } else {
+            let _ = self.tx.send(Outgoing::Flushed(done));
+        }
         rx
     }
 
@@ -336,9 +388,10 @@ async fn send_packet(link: &AsyncFd<OwnedFd>, msg: &ToKeeper, fds: &[OwnedFd]) -
 /// The link's task: send in order, deliver exit reports, and when the keeper goes, say so
 /// (once) and fail every pending exit wait.
 async fn serve(
-    link: AsyncFd<OwnedFd>,
+    link: Arc<AsyncFd<OwnedFd>>,
     mut rx: mpsc::UnboundedReceiver<Outgoing>,
     exits: Arc<Mutex<Exits>>,
+    sending: Arc<Mutex<Sending>>,
 ) {
     let mut open = true;
     loop {
@@ -347,9 +400,15 @@ async fn serve(
                 None => return,
                 Some(Outgoing::Flushed(done)) => { let _ = done.send(()); }
                 Some(Outgoing::Packet(msg, fds)) => {
-                    if open && send_packet(&link, &msg, &fds).await.is_err() {
+                    let failed = open && send_packet(&link, &msg, &fds).await.is_err();
+                    let mut s = sending.lock().unwrap_or_else(|e| e.into_inner());
+                    s.queued -= 1;
+                    if failed {
                         open = false;
-                        keeper_gone(&exits);
+                        if !std::mem::replace(&mut s.closed, true) {
+                            drop(s);
+                            keeper_gone(&exits);
+                        }
                     }
                 }
             },
@@ -365,7 +424,11 @@ async fn serve(
                 Ok(Some(_)) => {}
                 Ok(None) | Err(_) => {
                     open = false;
-                    keeper_gone(&exits);
+                    let mut s = sending.lock().unwrap_or_else(|e| e.into_inner());
+                    if !std::mem::replace(&mut s.closed, true) {
+                        drop(s);
+                        keeper_gone(&exits);
+                    }
                 }
             },
         }
@@ -380,4 +443,75 @@ fn keeper_gone(exits: &Mutex<Exits>) {
     e.gone = true;
     // Dropping the senders fails each wait: nobody will report those exits.
     e.waiting.clear();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Packets reach the keeper in the order they were sent, whether the caller sent them
+    /// itself or the socket was full and the link's task sent them later; `flushed` resolves
+    /// at once when nothing waits, and only after what waits was sent otherwise.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn packets_keep_their_order_when_the_socket_fills() {
+        let (ours, theirs) = packet::pair().unwrap();
+        let end = FromKeeper::HandoffEnd {
+            count: 0,
+            daemons_before: 0,
+        };
+        packet::send(theirs.as_fd(), &end.encode().unwrap(), &[]).unwrap();
+        let (keeper, handoff) = Keeper::connect(std::os::fd::IntoRawFd::into_raw_fd(ours))
+            .await
+            .unwrap();
+        assert_eq!(handoff.daemons_before, 0);
+        let close = |n: usize| ToKeeper::Close {
+            surface_id: format!("s{n}"),
+        };
+        // Nobody reads: the socket fills, then packets wait for the task.
+        let mut n = 0;
+        while keeper.sending.lock().unwrap().queued == 0 {
+            assert!(keeper.flushed().try_recv().is_ok(), "nothing waits yet");
+            keeper.send(close(n), Vec::new());
+            n += 1;
+            assert!(n < 1_000_000, "the socket never filled");
+        }
+        for _ in 0..10 {
+            keeper.send(close(n), Vec::new());
+            n += 1;
+        }
+        let mut flushed = keeper.flushed();
+        assert!(flushed.try_recv().is_err(), "packets wait for the task");
+        let mut n = n;
+        // The keeper reads: every packet arrives, in order, and then `flushed` resolves.
+        let mut buf = [0u8; MESSAGE_MAX];
+        let mut got = 0;
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while got < n {
+            assert!(std::time::Instant::now() < deadline, "{got} of {n} arrived");
+            match packet::recv(theirs.as_fd(), &mut buf) {
+                Ok(Some(r)) => {
+                    assert_eq!(ToKeeper::decode(&buf[..r.len]).unwrap(), close(got));
+                    got += 1;
+                    if got == 1 {
+                        // Room for one: a packet sent now still goes behind those waiting.
+                        keeper.send(close(n), Vec::new());
+                        n += 1;
+                    }
+                }
+                Ok(None) => panic!("the link closed"),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    tokio::task::yield_now().await;
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        tokio::time::timeout(Duration::from_secs(10), flushed)
+            .await
+            .expect("flushed once all was sent")
+            .unwrap();
+        assert_eq!(keeper.sending.lock().unwrap().queued, 0);
+        // And the caller sends directly again.
+        keeper.send(close(n), Vec::new());
+        assert!(keeper.flushed().try_recv().is_ok());
+    }
 }
