@@ -457,13 +457,18 @@ async fn create(
         caller: caller.to_string(),
         created: Some(created.into()),
     };
-    let actor =
-        StartSession::ask(&ctx.sessions, session_id.clone(), start, ACTOR_CALL_TIMEOUT).await?;
+    let started = StartSession::send(&ctx.sessions, session_id.clone(), start);
+    // The record comes from the new actor once journaled: the supervisor's answer is
+    // needed only when it does not.
     let created = match tokio::time::timeout(ACTOR_CALL_TIMEOUT, view).await {
         Ok(Ok(created)) => created,
-        Ok(Err(_)) => Err(ErrorBody::internal(
-            "the new session's actor dropped its answer",
-        )),
+        Ok(Err(_)) => {
+            // The actor never answered: its start failed, and the supervisor says why.
+            started.wait(ACTOR_CALL_TIMEOUT).await?;
+            return Err(ErrorBody::internal(
+                "the new session's actor dropped its answer",
+            ));
+        }
         Err(_) => Err(ErrorBody::internal(
             "the new session's record was not journaled in time",
         )),
@@ -477,16 +482,18 @@ async fn create(
                 input: None,
                 signal: None,
             }));
-            let _ = ask(
-                &actor,
-                |reply| SessionMsg::Request {
-                    call: close,
-                    caller: caller.to_string(),
-                    reply,
-                },
-                ACTOR_CALL_TIMEOUT,
-            )
-            .await;
+            if let Ok(actor) = started.wait(ACTOR_CALL_TIMEOUT).await {
+                let _ = ask(
+                    &actor,
+                    |reply| SessionMsg::Request {
+                        call: close,
+                        caller: caller.to_string(),
+                        reply,
+                    },
+                    ACTOR_CALL_TIMEOUT,
+                )
+                .await;
+            }
         }
     }
     created

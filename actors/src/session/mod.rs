@@ -79,6 +79,15 @@ pub struct StartSession {
     pub reply: RpcReplyPort<Result<ActorRef<SessionMsg>, ErrorBody>>,
 }
 
+/// A start asked of the supervisor; [`Started::wait`] for its answer.
+pub struct Started(
+    Option<ractor::concurrency::OneshotReceiver<Result<ActorRef<SessionMsg>, ErrorBody>>>,
+);
+
+fn start_failed(why: &str) -> ErrorBody {
+    ErrorBody::internal(format!("could not start the session: {why}"))
+}
+
 impl StartSession {
     /// Ask `starter` to start `session_id`'s actor and wait at most `timeout` for it.
     pub async fn ask(
@@ -87,24 +96,40 @@ impl StartSession {
         start: SessionStart,
         timeout: Duration,
     ) -> Result<ActorRef<SessionMsg>, ErrorBody> {
+        StartSession::send(starter, session_id, start)
+            .wait(timeout)
+            .await
+    }
+
+    /// Ask `starter` to start `session_id`'s actor, without waiting (a create waits for
+    /// its record instead, and for this answer only if the record never comes).
+    pub fn send(
+        starter: &DerivedActorRef<StartSession>,
+        session_id: String,
+        start: SessionStart,
+    ) -> Started {
         let (tx, rx) = ractor::concurrency::oneshot();
         let request = StartSession {
             session_id,
             start,
             reply: tx.into(),
         };
-        let failed = |why: &str| {
-            Err(ErrorBody::internal(format!(
-                "could not start the session: {why}"
-            )))
+        Started(starter.send_message(request).is_ok().then_some(rx))
+    }
+}
+
+impl Started {
+    /// The started actor, or why it did not start; at most `timeout`.
+    pub async fn wait(self, timeout: Duration) -> Result<ActorRef<SessionMsg>, ErrorBody> {
+        let Some(rx) = self.0 else {
+            return Err(start_failed("the session supervisor is not running"));
         };
-        if starter.send_message(request).is_err() {
-            return failed("the session supervisor is not running");
-        }
         match tokio::time::timeout(timeout, rx).await {
             Ok(Ok(started)) => started,
-            Ok(Err(_)) => failed("the session supervisor dropped the request"),
-            Err(_) => failed("the session supervisor did not answer in time"),
+            Ok(Err(_)) => Err(start_failed("the session supervisor dropped the request")),
+            Err(_) => Err(start_failed(
+                "the session supervisor did not answer in time",
+            )),
         }
     }
 }
