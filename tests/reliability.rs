@@ -857,24 +857,29 @@ impl Drop for Tmpfs {
     }
 }
 
-/// Issue 7: a real full disk, not an injected failure. The control dir is a 1 MiB tmpfs;
-/// filling it makes journal writes fail with ENOSPC.
-#[test]
-fn a_full_disk_refuses_mutations_loses_nothing_acknowledged_and_recovers() {
-    let base = tempfile::Builder::new()
-        .prefix("maxx-full")
-        .tempdir()
-        .unwrap();
+/// A control dir on a 1 MiB tmpfs (in a temp dir kept by the first value), or `None` when
+/// this process may not mount one (the test is skipped, or fails under CI).
+fn small_tmpfs(prefix: &str) -> Option<(tempfile::TempDir, Tmpfs, std::path::PathBuf)> {
+    let base = tempfile::Builder::new().prefix(prefix).tempdir().unwrap();
     let ctl = base.path().join("ctl");
     std::fs::create_dir(&ctl).unwrap();
-    let fs = match Tmpfs::mount(&ctl, "1m") {
-        Ok(fs) => fs,
+    match Tmpfs::mount(&ctl, "1m") {
+        Ok(fs) => Some((base, fs, ctl)),
         Err(why) => {
             skip_or_fail(&format!(
                 "needs root (CAP_SYS_ADMIN) to mount a tmpfs: {why}"
             ));
-            return;
+            None
         }
+    }
+}
+
+/// Issue 7: a real full disk, not an injected failure. The control dir is a 1 MiB tmpfs;
+/// filling it makes journal writes fail with ENOSPC.
+#[test]
+fn a_full_disk_refuses_mutations_loses_nothing_acknowledged_and_recovers() {
+    let Some((_base, fs, ctl)) = small_tmpfs("maxx-full") else {
+        return;
     };
     let mut d = Daemon::start_at(ctl.clone());
     let id = sid(&d.create(json!({"command": "sleep 600"})));
@@ -1134,20 +1139,8 @@ fn a_dormant_record_takes_declarations_and_they_persist() {
 /// acknowledged session. (Its answer used to be sent without the journal's verdict.)
 #[test]
 fn a_create_whose_record_cannot_be_written_is_never_acknowledged() {
-    let base = tempfile::Builder::new()
-        .prefix("maxx-full-create")
-        .tempdir()
-        .unwrap();
-    let ctl = base.path().join("ctl");
-    std::fs::create_dir(&ctl).unwrap();
-    let fs = match Tmpfs::mount(&ctl, "1m") {
-        Ok(fs) => fs,
-        Err(why) => {
-            skip_or_fail(&format!(
-                "needs root (CAP_SYS_ADMIN) to mount a tmpfs: {why}"
-            ));
-            return;
-        }
+    let Some((_base, fs, ctl)) = small_tmpfs("maxx-full-create") else {
+        return;
     };
     let mut d = Daemon::start_at(ctl.clone());
     let filler = fs.fill();
