@@ -481,7 +481,6 @@ mod tests {
         }
         let mut flushed = keeper.flushed();
         assert!(flushed.try_recv().is_err(), "packets wait for the task");
-        let mut n = n;
         // The keeper reads: every packet arrives, in order, and then `flushed` resolves.
         let mut buf = [0u8; MESSAGE_MAX];
         let mut got = 0;
