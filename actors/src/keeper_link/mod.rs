@@ -152,18 +152,12 @@ impl Keeper {
             return;
         }
         if sending.queued == 0 {
-            let Some(bytes) = msg.encode() else {
-                // Ids and tokens are ours and always encode; never send a half message.
-                return;
-            };
-            let borrowed: Vec<_> = fds.iter().map(std::os::fd::AsFd::as_fd).collect();
-            match packet::send(self.link.get_ref().as_fd(), &bytes, &borrowed) {
+            match send_now(&self.link, &msg, &fds) {
                 Ok(()) => return,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 Err(_) => {
-                    sending.closed = true;
                     drop(sending);
-                    keeper_gone(&self.exits);
+                    link_closed(&self.sending, &self.exits);
                     return;
                 }
             }
@@ -365,20 +359,20 @@ async fn read_handoff(link: &AsyncFd<OwnedFd>) -> io::Result<Handoff> {
     }
 }
 
-async fn send_packet(link: &AsyncFd<OwnedFd>, msg: &ToKeeper, fds: &[OwnedFd]) -> io::Result<()> {
+/// One `sendmsg` of `msg` with `fds` (`WouldBlock` when the socket is full).
+fn send_now(link: &AsyncFd<OwnedFd>, msg: &ToKeeper, fds: &[OwnedFd]) -> io::Result<()> {
     let Some(bytes) = msg.encode() else {
         // Ids and tokens are ours and always encode; never send a half message.
         return Ok(());
     };
+    let fds: Vec<_> = fds.iter().map(AsFd::as_fd).collect();
+    packet::send(link.get_ref().as_fd(), &bytes, &fds)
+}
+
+async fn send_packet(link: &AsyncFd<OwnedFd>, msg: &ToKeeper, fds: &[OwnedFd]) -> io::Result<()> {
     loop {
         let mut guard = link.writable().await?;
-        match guard.try_io(|l| {
-            packet::send(
-                std::os::fd::AsFd::as_fd(l.get_ref()),
-                &bytes,
-                &fds.iter().map(std::os::fd::AsFd::as_fd).collect::<Vec<_>>(),
-            )
-        }) {
+        match guard.try_io(|_| send_now(link, msg, fds)) {
             Ok(result) => return result,
             Err(_would_block) => continue,
         }
@@ -401,14 +395,10 @@ async fn serve(
                 Some(Outgoing::Flushed(done)) => { let _ = done.send(()); }
                 Some(Outgoing::Packet(msg, fds)) => {
                     let failed = open && send_packet(&link, &msg, &fds).await.is_err();
-                    let mut s = sending.lock().unwrap_or_else(|e| e.into_inner());
-                    s.queued -= 1;
+                    sending.lock().unwrap_or_else(|e| e.into_inner()).queued -= 1;
                     if failed {
                         open = false;
-                        if !std::mem::replace(&mut s.closed, true) {
-                            drop(s);
-                            keeper_gone(&exits);
-                        }
+                        link_closed(&sending, &exits);
                     }
                 }
             },
@@ -424,18 +414,23 @@ async fn serve(
                 Ok(Some(_)) => {}
                 Ok(None) | Err(_) => {
                     open = false;
-                    let mut s = sending.lock().unwrap_or_else(|e| e.into_inner());
-                    if !std::mem::replace(&mut s.closed, true) {
-                        drop(s);
-                        keeper_gone(&exits);
-                    }
+                    link_closed(&sending, &exits);
                 }
             },
         }
     }
 }
 
-fn keeper_gone(exits: &Mutex<Exits>) {
+/// The link failed (a send, or the keeper hung up): nothing more is sent, and the keeper's
+/// going is said once, whichever side noticed first.
+fn link_closed(sending: &Mutex<Sending>, exits: &Mutex<Exits>) {
+    let was = std::mem::replace(
+        &mut sending.lock().unwrap_or_else(|e| e.into_inner()).closed,
+        true,
+    );
+    if was {
+        return;
+    }
     tracing::warn!(
         "the keeper is gone: sessions keep running, but will not survive this daemon's death"
     );
