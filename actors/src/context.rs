@@ -23,8 +23,11 @@ pub struct DaemonContext {
     pub persist: ActorRef<PersistMsg>,
     /// The agent profiles file, if any.
     pub profiles_path: Option<PathBuf>,
-    /// The capability policy every request passes before any side effect.
+    /// The capability policy's file: `policy.check`, `policy.sources`, reload.
     pub policy: ActorRef<crate::policy::PolicyMsg>,
+    /// The capability policy every request passes before any side effect, decided in the
+    /// connection's own task.
+    pub policy_gate: crate::policy::PolicyGate,
     /// Starts new session actors (the session supervisor, seen only as what it serves).
     pub sessions: DerivedActorRef<StartSession>,
     /// Facts for building a child's environment.

@@ -6,7 +6,8 @@
 //! ├── RegistryActor                   registry.rs          session table, ids, focus, group
 //! │                                                        counters, parent graph, record copies
 //! ├── PersistenceActor                persistence/         registry.json + journal (retention.rs)
-//! ├── PolicyActor                     policy/              (source, capability, target) -> decision
+//! ├── PolicyActor                     policy/              the policy file -> PolicyGate, which
+//! │                                                        decides (source, capability, target)
 //! ├── BusActor                        bus.rs               process-wide cursor, ring, subscribers
 //! ├── SessionSupervisor               session_supervisor.rs  spawns every session actor, stops
 //! │                                                        them on daemon stop, recovers a
@@ -26,8 +27,9 @@
 //! ```
 //!
 //! A request travels: socket → `Listener` → `ConnectionActor` (the JSON edge: bounded
-//! read, token check, decode into a typed `Call`) → `PolicyActor` (allow / deny / confirm,
-//! before any lookup or side effect) → `RegistryActor` (reads, routing) → `SessionActor`
+//! read, token check, decode into a typed `Call`) → the policy (`PolicyGate`, decided in
+//! the connection's task: allow / deny / confirm, before any lookup or side effect) →
+//! `RegistryActor` (reads, routing) → `SessionActor`
 //! (mutations, actions, waits) → `BusActor` (events) and `PersistenceActor` (the journal)
 //! → back to the connection, which writes one response line. Session actors publish every
 //! record change to the registry and the journal before they answer, so reads see the

@@ -181,10 +181,14 @@ impl Actor for RootSupervisor {
             cell.clone(),
         )
         .await?;
+        let policy_gate = crate::policy::PolicyGate::default();
         let (policy, _) = Actor::spawn_linked(
             Some("policy".into()),
             crate::policy::PolicyActor,
-            args.policy_path,
+            crate::policy::PolicyArgs {
+                path: args.policy_path,
+                gate: policy_gate.clone(),
+            },
             cell.clone(),
         )
         .await?;
@@ -288,6 +292,7 @@ impl Actor for RootSupervisor {
             persist,
             profiles_path: args.profiles_path,
             policy,
+            policy_gate,
             sessions: sessions.get_derived(),
             spawn: args.spawn,
             default_cwd: args.default_cwd,

@@ -397,7 +397,13 @@ async fn serve(stream: &mut UnixStream, ctx: &DaemonContext) -> Option<Outgoing>
     tracing::debug!(method = call.method(), caller, "request");
     // The policy decides before anything runs — before any session or parent lookup, so a
     // denied caller learns nothing about which ids exist.
-    if let Err(e) = authorize(&call, call.capabilities(), claimed.clone(), confirm, ctx).await {
+    if let Err(e) = authorize(
+        &call,
+        &call.capabilities(),
+        claimed.as_deref(),
+        confirm,
+        ctx,
+    ) {
         return Some(Response::err(e).with_id(id).into());
     }
     let claimed_source = claimed.is_some();
@@ -589,31 +595,27 @@ async fn resolve_selectors(
     Call::decode(method, Some(params))
 }
 
-/// Ask the policy about a request; `unauthorized` / `confirmation_required` stop it.
-async fn authorize(
+/// Decide a request by the policy; `unauthorized` / `confirmation_required` stop it.
+fn authorize(
     call: &Call,
-    capabilities: Vec<maxx_protocol::capability::Capability>,
-    caller: Option<String>,
+    capabilities: &[maxx_protocol::capability::Capability],
+    caller: Option<&str>,
     confirm: bool,
     ctx: &DaemonContext,
 ) -> Result<(), ErrorBody> {
     if capabilities.is_empty() {
         return Ok(());
     }
-    let decision = ask(
-        &ctx.policy,
-        |reply| crate::policy::PolicyMsg::Evaluate {
+    let target = call.target();
+    ctx.policy_gate
+        .evaluate(
             caller,
             capabilities,
-            target: call.target(),
-            method: call.method(),
+            target.as_deref(),
+            call.method(),
             confirm,
-            reply,
-        },
-        ACTOR_CALL_TIMEOUT,
-    )
-    .await?;
-    decision.into_result()
+        )
+        .into_result()
 }
 
 /// `sessions.restart` with a `command` other than the recorded one starts a new program: it
@@ -641,8 +643,8 @@ async fn authorize_new_command(
     .await?;
     match view {
         Some(view) if view.command.as_deref() != Some(command.as_str()) => {
-            let spawn = vec![maxx_protocol::capability::Capability::TabsSpawn];
-            authorize(call, spawn, caller, confirm, ctx).await
+            let spawn = [maxx_protocol::capability::Capability::TabsSpawn];
+            authorize(call, &spawn, caller.as_deref(), confirm, ctx)
         }
         _ => Ok(()),
     }

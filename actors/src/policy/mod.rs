@@ -30,7 +30,15 @@
 //! confirmation if any needs it, else is allowed; the decision names the capability that
 //! decided. A confirmation is satisfied by `confirm: true` on the same request, or, for a
 //! `once_per_source` source, by an earlier confirmed request for that capability during this
-//! daemon's life (the memory lives in the actor, never on disk).
+//! daemon's life (the memory lives in the [`PolicyGate`], never on disk).
+//!
+//! # Who decides
+//! Every request is decided in its connection's task through the [`PolicyGate`]: the policy
+//! in force and the once-per-source approvals behind one lock, held for the evaluation only
+//! (no I/O, no await). The actor owns the file: it loads it at start and on `daemon.reload`
+//! or SIGHUP and swaps what the gate holds; `policy.check` and `policy.sources` go through
+//! it. A decision thus costs no hand-over to another task, and a reload is seen by the next
+//! request after it.
 //!
 //! Decisions depend only on the caller, the capabilities and the target, never on terminal
 //! output, process names, paths or idle time. Every decision is logged under the
@@ -40,6 +48,7 @@
 use maxx_protocol::capability::Capability;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 /// The trusted first-party local source: a request naming no `caller` is attributed to it.
 pub const LOCAL_CLI: &str = "local-cli";
@@ -92,23 +101,6 @@ pub use rules::*;
 
 /// Messages the policy actor handles.
 pub enum PolicyMsg {
-    /// Decide a request before it runs. A confirmed, allowed request records the
-    /// `once_per_source` approvals it earns.
-    Evaluate {
-        /// The request's `caller`; `None` = `local-cli`.
-        caller: Option<String>,
-        /// Every capability the method needs (e.g. `create --group`: `tabs:spawn` and
-        /// `groups:create`).
-        capabilities: Vec<Capability>,
-        /// What the request acts on, for the prompt and the log (a session id, a group).
-        target: Option<String>,
-        /// The method, e.g. `sessions.close`, for the prompt and the log.
-        method: &'static str,
-        /// The request's `confirm`.
-        confirm: bool,
-        /// Answer.
-        reply: RpcReplyPort<Decision>,
-    },
     /// `policy.check`: what a request would get; nothing is recorded.
     Check {
         /// The source to evaluate; `None` = `local-cli`.
@@ -144,31 +136,119 @@ pub struct ReloadReport {
     pub changed: Vec<String>,
 }
 
-/// The policy actor. Arguments: the policy file path ([`policy_path`]), loaded at start and
-/// again on `daemon.reload` or SIGHUP.
+/// The policy in force and the `once_per_source` approvals given under it, shared by the
+/// policy actor (which alone replaces the policy, on reload) and every connection (which
+/// decides its own requests with [`PolicyGate::evaluate`]). Cloning shares it.
+#[derive(Clone)]
+pub struct PolicyGate(Arc<Mutex<Gate>>);
+
+/// What the gate's lock guards.
+struct Gate {
+    /// The active policy.
+    policy: Policy,
+    /// `once_per_source` approvals; in memory only, so they end with the daemon.
+    approved: Approvals,
+}
+
+impl Default for PolicyGate {
+    /// The built-in sources only, nothing approved.
+    fn default() -> Self {
+        PolicyGate(Arc::new(Mutex::new(Gate {
+            policy: Policy::builtin(),
+            approved: Approvals::new(),
+        })))
+    }
+}
+
+impl PolicyGate {
+    /// Decide a request before it runs: `caller` (`None` = `local-cli`) asks for every
+    /// capability in `capabilities` on `target` through `method`. A confirmed, allowed
+    /// request records the `once_per_source` approvals it earns. Logged (never the params).
+    pub fn evaluate(
+        &self,
+        caller: Option<&str>,
+        capabilities: &[Capability],
+        target: Option<&str>,
+        method: &'static str,
+        confirm: bool,
+    ) -> Decision {
+        let decision = {
+            let mut gate = self.lock();
+            let decision = gate.policy.evaluate(
+                caller,
+                capabilities,
+                target,
+                method,
+                confirm,
+                &gate.approved,
+            );
+            if confirm && decision.is_allow() {
+                let earned = gate.policy.once_approvals(caller, capabilities);
+                gate.approved.extend(earned);
+            }
+            decision
+        };
+        let (capability, reason) = match &decision {
+            Decision::Allow { reason } => (joined(capabilities), reason.as_str()),
+            Decision::Deny {
+                capability, reason, ..
+            } => (
+                capability.map_or("-".to_string(), |c| c.to_string()),
+                reason.as_str(),
+            ),
+            Decision::Confirm {
+                capability, reason, ..
+            } => (capability.to_string(), reason.as_str()),
+        };
+        log_decision(
+            caller.unwrap_or(LOCAL_CLI),
+            &capability,
+            target,
+            method,
+            decision.kind(),
+            reason,
+        );
+        decision
+    }
+
+    /// The gate's state. A panic while it was held cannot leave it half-changed (the
+    /// policy is replaced whole, approvals are inserted whole), so a poisoned lock is used.
+    fn lock(&self) -> MutexGuard<'_, Gate> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The policy actor's arguments.
+pub struct PolicyArgs {
+    /// The policy file ([`policy_path`]), loaded at start and again on `daemon.reload` or
+    /// SIGHUP.
+    pub path: Option<PathBuf>,
+    /// The gate the connections decide through; the actor loads the file into it.
+    pub gate: PolicyGate,
+}
+
+/// The policy actor: owns the policy file and what the [`PolicyGate`] holds.
 pub struct PolicyActor;
 
 /// Policy actor state.
 pub struct PolicyState {
     /// The policy file, read again on reload.
     path: Option<PathBuf>,
-    /// The active policy.
-    policy: Policy,
+    /// The policy in force and the approvals, shared with the connections.
+    gate: PolicyGate,
     /// What became of the policy file, for `policy.sources`.
     report: LoadReport,
-    /// `once_per_source` approvals; in memory only, so they end with the daemon.
-    approved: Approvals,
 }
 
 impl Actor for PolicyActor {
     type Msg = PolicyMsg;
     type State = PolicyState;
-    type Arguments = Option<PathBuf>;
+    type Arguments = PolicyArgs;
 
     async fn pre_start(
         &self,
         _myself: ActorRef<PolicyMsg>,
-        path: Option<PathBuf>,
+        PolicyArgs { path, gate }: PolicyArgs,
     ) -> Result<PolicyState, ActorProcessingErr> {
         let (policy, report) = load_policy(path.as_deref());
         let shown_path = report.path.as_deref().unwrap_or("-");
@@ -191,12 +271,12 @@ impl Actor for PolicyActor {
                 "no policy file; enforcing the built-in sources only"
             ),
         }
-        Ok(PolicyState {
-            path,
-            policy,
-            report,
-            approved: Approvals::new(),
-        })
+        {
+            let mut held = gate.lock();
+            held.policy = policy;
+            held.approved.clear();
+        }
+        Ok(PolicyState { path, gate, report })
     }
 
     async fn handle(
@@ -206,62 +286,21 @@ impl Actor for PolicyActor {
         state: &mut PolicyState,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            PolicyMsg::Evaluate {
-                caller,
-                capabilities,
-                target,
-                method,
-                confirm,
-                reply,
-            } => {
-                let caller = caller.as_deref();
-                let decision = state.policy.evaluate(
-                    caller,
-                    &capabilities,
-                    target.as_deref(),
-                    method,
-                    confirm,
-                    &state.approved,
-                );
-                if confirm && decision.is_allow() {
-                    state
-                        .approved
-                        .extend(state.policy.once_approvals(caller, &capabilities));
-                }
-                let (capability, reason) = match &decision {
-                    Decision::Allow { reason } => (joined(&capabilities), reason.as_str()),
-                    Decision::Deny {
-                        capability, reason, ..
-                    } => (
-                        capability.map_or("-".to_string(), |c| c.to_string()),
-                        reason.as_str(),
-                    ),
-                    Decision::Confirm {
-                        capability, reason, ..
-                    } => (capability.to_string(), reason.as_str()),
-                };
-                log_decision(
-                    caller.unwrap_or(LOCAL_CLI),
-                    &capability,
-                    target.as_deref(),
-                    method,
-                    decision.kind(),
-                    reason,
-                );
-                let _ = reply.send(decision);
-            }
             PolicyMsg::Check {
                 caller,
                 capability,
                 target,
                 reply,
             } => {
-                let result = state.policy.check(
-                    caller.as_deref(),
-                    capability,
-                    target.as_deref(),
-                    &state.approved,
-                );
+                let result = {
+                    let gate = state.gate.lock();
+                    gate.policy.check(
+                        caller.as_deref(),
+                        capability,
+                        target.as_deref(),
+                        &gate.approved,
+                    )
+                };
                 log_decision(
                     &result.source,
                     capability.as_str(),
@@ -276,18 +315,22 @@ impl Actor for PolicyActor {
                 let _ = reply.send(state.reload());
             }
             PolicyMsg::Sources(reply) => {
-                let mut approved_once: Vec<Approval> = state
-                    .approved
-                    .iter()
-                    .map(|(source, capability)| Approval {
-                        source: source.clone(),
-                        capability: *capability,
-                    })
-                    .collect();
+                let (sources, mut approved_once) = {
+                    let gate = state.gate.lock();
+                    let approved: Vec<Approval> = gate
+                        .approved
+                        .iter()
+                        .map(|(source, capability)| Approval {
+                            source: source.clone(),
+                            capability: *capability,
+                        })
+                        .collect();
+                    (gate.policy.sources().to_vec(), approved)
+                };
                 approved_once.sort();
                 let _ = reply.send(SourcesReport {
                     config: state.report.clone(),
-                    sources: state.policy.sources().to_vec(),
+                    sources,
                     approved_once,
                 });
             }
@@ -318,7 +361,8 @@ impl PolicyState {
         let configured = |p: &Policy| -> Vec<Source> {
             p.sources().iter().filter(|s| !s.builtin).cloned().collect()
         };
-        let (old, new) = (configured(&self.policy), configured(&policy));
+        let mut gate = self.gate.lock();
+        let (old, new) = (configured(&gate.policy), configured(&policy));
         let find = |list: &[Source], id: &str| list.iter().find(|s| s.id == id).cloned();
         let added: Vec<String> = new
             .iter()
@@ -336,8 +380,10 @@ impl PolicyState {
             .map(|s| s.id.clone())
             .collect();
         // A once-per-source approval was given under the old rules of its source.
-        self.approved
+        gate.approved
             .retain(|(source, _)| !removed.contains(source) && !changed.contains(source));
+        gate.policy = policy;
+        drop(gate);
         tracing::info!(
             target: LOG_TARGET,
             path = shown_path,
@@ -346,7 +392,6 @@ impl PolicyState {
             changed = changed.len(),
             "policy reloaded"
         );
-        self.policy = policy;
         self.report = report.clone();
         ReloadReport {
             config: report,

@@ -270,7 +270,7 @@ pub struct SourcesReport {
 }
 
 /// The policy: built-ins plus the configured sources. Pure: evaluating has no side effects;
-/// the once-per-source memory is passed in by the owner ([`PolicyActor`](super::PolicyActor)).
+/// the once-per-source memory is passed in by its holder ([`PolicyGate`](super::PolicyGate)).
 #[derive(Debug, Clone)]
 pub struct Policy {
     /// Built-ins first, then configured sources in file order.

@@ -598,33 +598,37 @@ fn policy_path_resolution() {
     assert_eq!(policy_path_from(env(&[])), None);
 }
 
-async fn spawn(path: Option<PathBuf>) -> ActorRef<PolicyMsg> {
-    let (actor, _) = Actor::spawn(None, PolicyActor, path).await.unwrap();
-    actor
+/// A policy actor and the gate it loads, as the daemon runs them.
+struct Running {
+    actor: ActorRef<PolicyMsg>,
+    gate: PolicyGate,
 }
 
-async fn evaluate(
-    actor: &ActorRef<PolicyMsg>,
-    caller: &str,
-    caps: &[Capability],
-    confirm: bool,
-) -> Decision {
-    let caller = Some(caller.to_string());
-    let capabilities = caps.to_vec();
-    ractor::call!(actor, |reply| PolicyMsg::Evaluate {
-        caller,
-        capabilities,
-        target: Some("S1".into()),
-        method: "sessions.close",
-        confirm,
-        reply,
-    })
-    .unwrap()
+impl Running {
+    fn stop(&self, reason: Option<String>) {
+        self.actor.stop(reason);
+    }
 }
 
-async fn check(actor: &ActorRef<PolicyMsg>, caller: &str, cap: Capability) -> CheckResult {
+async fn spawn(path: Option<PathBuf>) -> Running {
+    let gate = PolicyGate::default();
+    let args = PolicyArgs {
+        path,
+        gate: gate.clone(),
+    };
+    let (actor, _) = Actor::spawn(None, PolicyActor, args).await.unwrap();
+    Running { actor, gate }
+}
+
+/// Decided as a connection does, through the gate (async so every assertion reads alike).
+async fn evaluate(p: &Running, caller: &str, caps: &[Capability], confirm: bool) -> Decision {
+    p.gate
+        .evaluate(Some(caller), caps, Some("S1"), "sessions.close", confirm)
+}
+
+async fn check(p: &Running, caller: &str, cap: Capability) -> CheckResult {
     let caller = Some(caller.to_string());
-    ractor::call!(actor, |reply| PolicyMsg::Check {
+    ractor::call!(p.actor, |reply| PolicyMsg::Check {
         caller,
         capability: cap,
         target: None,
@@ -690,7 +694,7 @@ async fn actor_remembers_once_per_source_and_check_records_nothing() {
         C
     );
 
-    let report = ractor::call!(actor, PolicyMsg::Sources).unwrap();
+    let report = ractor::call!(actor.actor, PolicyMsg::Sources).unwrap();
     assert_eq!(report.config.status, ConfigStatus::Loaded);
     assert_eq!(
         report.approved_once,
@@ -721,7 +725,7 @@ async fn actor_remembers_once_per_source_and_check_records_nothing() {
 async fn actor_reports_a_rejected_file_and_enforces_built_ins() {
     let file = TempPath::with(r#"{"version":1,"sources":[{"id":"local-cli","kind":"local"}]}"#);
     let actor = spawn(Some(file.0.clone())).await;
-    let report = ractor::call!(actor, PolicyMsg::Sources).unwrap();
+    let report = ractor::call!(actor.actor, PolicyMsg::Sources).unwrap();
     assert_eq!(report.config.status, ConfigStatus::Rejected);
     assert!(report.config.reasons[0].contains("reserved"));
     assert_eq!(report.sources, builtin_sources());
@@ -738,4 +742,43 @@ async fn actor_reports_a_rejected_file_and_enforces_built_ins() {
         .await
         .is_allow());
     actor.stop(None);
+}
+
+#[tokio::test]
+async fn a_reload_is_what_the_next_decision_sees_and_forgets_approvals_of_changed_sources() {
+    let file = TempPath::with(CONFIG);
+    let running = spawn(Some(file.0.clone())).await;
+    assert!(evaluate(&running, "careful-local", &[TabsClose], true)
+        .await
+        .is_allow());
+    assert!(evaluate(&running, "ext-reader", &[TabsList], false)
+        .await
+        .is_allow());
+
+    // careful-local changes (its approval is dropped); ext-reader is removed.
+    std::fs::write(
+        &file.0,
+        r#"{"version":1,"sources":[{"id":"careful-local","kind":"local","allow":["groups:list"],"confirm_scope":"once_per_source"}]}"#,
+    )
+    .unwrap();
+    let report = ractor::call!(running.actor, PolicyMsg::Reload).unwrap();
+    assert!(report.applied, "{:?}", report.config.reasons);
+    assert_eq!(report.changed, vec!["careful-local".to_string()]);
+    assert_eq!(
+        evaluate(&running, "careful-local", &[TabsClose], false)
+            .await
+            .kind(),
+        C,
+        "the approval was given under the old rules"
+    );
+    assert_eq!(
+        evaluate(&running, "ext-reader", &[TabsList], false)
+            .await
+            .kind(),
+        D,
+        "a removed source is unknown to the next decision"
+    );
+    let sources = ractor::call!(running.actor, PolicyMsg::Sources).unwrap();
+    assert!(sources.approved_once.is_empty());
+    running.stop(None);
 }
