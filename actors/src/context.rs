@@ -15,6 +15,9 @@ pub struct DaemonContext {
     pub token: String,
     /// The session table.
     pub registry: ActorRef<RegistryMsg>,
+    /// Each session's live actor, as the registry last published it (routing without a
+    /// round trip to the registry).
+    pub routes: crate::registry::Routes,
     /// The event bus.
     pub bus: ActorRef<BusMsg>,
     /// How many events the bus retains (sizes stream queues).

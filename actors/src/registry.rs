@@ -9,6 +9,12 @@
 //! durable registry applies, so a daemon running for weeks does not grow with every session
 //! it ever had. A dropped record leaves its group (group waits re-check), loses focus, is
 //! announced on the bus (`dropped`) and is forgotten by the durable registry.
+//!
+//! Routing: the registry alone decides which actor serves a session, and publishes each
+//! live one in [`Routes`], which connections read to send a session request without
+//! asking the registry first. A miss (a session starting, dormant, failed or unknown) or an
+//! actor that stopped since goes the long way, a `Resolve`, which wakes, waits or answers
+//! as the table says.
 
 use crate::bus::BusMsg;
 use crate::persistence::PersistMsg;
@@ -24,8 +30,36 @@ use maxx_protocol::time::now_rfc3339;
 use ractor::{Actor, ActorProcessingErr, ActorRef, DerivedActorRef, RpcReplyPort};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, SystemTime};
+
+/// Session id → its live actor, as the registry last set it: written by the registry alone
+/// (an actor registered, woken, retired or failed), read by every connection to route a
+/// session request without a round trip to the registry. A route can be stale only in one
+/// direction, an actor that has just stopped, which a caller sees as a send error and
+/// answers by asking the registry ([`RegistryMsg::Resolve`]).
+#[derive(Clone, Default)]
+pub struct Routes(Arc<RwLock<HashMap<String, ActorRef<SessionMsg>>>>);
+
+impl Routes {
+    /// The live actor of session `id`, if the registry has published one.
+    pub fn get(&self, id: &str) -> Option<ActorRef<SessionMsg>> {
+        let map = self.0.read().unwrap_or_else(PoisonError::into_inner);
+        map.get(id).cloned()
+    }
+
+    fn set(&self, id: &str, actor: Option<&ActorRef<SessionMsg>>) {
+        let mut map = self.0.write().unwrap_or_else(PoisonError::into_inner);
+        match actor {
+            Some(actor) => {
+                map.insert(id.to_string(), actor.clone());
+            }
+            None => {
+                map.remove(id);
+            }
+        }
+    }
+}
 
 /// Messages the registry handles.
 pub enum RegistryMsg {
@@ -148,6 +182,8 @@ pub struct RegistryArgs {
     pub stats: Arc<Stats>,
     /// Dormant closed/archived records kept (newest first).
     pub retain: usize,
+    /// Where the registry publishes each session's live actor for the connections.
+    pub routes: Routes,
 }
 
 /// How long waking a dormant session's actor may take (a detached start: no child).
@@ -297,12 +333,14 @@ pub struct RegistryState {
     retain: usize,
     /// New sessions whose actors are starting, with the requests waiting for them.
     creating: HashMap<String, Vec<Parked>>,
+    /// Each entry's `actor`, published for the connections.
+    routes: Routes,
 }
 
 impl RegistryState {
     /// An empty table that keeps `retain` dormant records, not wired to the rest of the
     /// daemon yet ([`RegistryMsg::Wire`]).
-    fn new(stats: Arc<Stats>, retain: usize) -> RegistryState {
+    fn new(stats: Arc<Stats>, retain: usize, routes: Routes) -> RegistryState {
         RegistryState {
             stats,
             sessions: HashMap::new(),
@@ -316,6 +354,7 @@ impl RegistryState {
             dormant: BTreeSet::new(),
             retain,
             creating: HashMap::new(),
+            routes,
         }
     }
 
@@ -485,7 +524,10 @@ impl RegistryState {
         }
         let start = SessionStart::Woken(dormant);
         match StartSession::ask(&waker.starter, id.to_string(), start, WAKE_TIMEOUT).await {
-            Ok(actor) => entry.actor = Some(actor),
+            Ok(actor) => {
+                self.routes.set(id, Some(&actor));
+                entry.actor = Some(actor);
+            }
             // The state went with the failed start; the record stays readable.
             Err(e) => {
                 tracing::error!(session_id = id, error = %e, "could not wake a session actor")
@@ -570,7 +612,7 @@ impl Actor for RegistryActor {
         _myself: ActorRef<RegistryMsg>,
         args: RegistryArgs,
     ) -> Result<RegistryState, ActorProcessingErr> {
-        Ok(RegistryState::new(args.stats, args.retain))
+        Ok(RegistryState::new(args.stats, args.retain, args.routes))
     }
 
     async fn handle(
@@ -591,6 +633,7 @@ impl Actor for RegistryActor {
                     Some(e) => (e.seq, false),
                     None => (state.order.last_key_value().map_or(0, |(k, _)| k + 1), true),
                 };
+                state.routes.set(&id, Some(&actor));
                 match state.sessions.insert(
                     id.clone(),
                     Entry {
@@ -754,6 +797,7 @@ impl Actor for RegistryActor {
                         "session actor failed; record kept, surface closed"
                     );
                     entry.actor = None;
+                    state.routes.set(&session_id, None);
                     let old = (*entry.view).clone();
                     if entry.view.lifecycle != Lifecycle::Archived {
                         entry.view.lifecycle = Lifecycle::Closed;
@@ -837,6 +881,7 @@ impl Actor for RegistryActor {
                         .is_some_and(|a| a.get_id() == actor.get_id())
                     {
                         entry.actor = None;
+                        state.routes.set(&session_id, None);
                         entry.dormant = Some(dormant);
                         let at = last_activity(&entry.view);
                         entry.dormant_at = Some(at);
@@ -933,7 +978,7 @@ mod tests {
     }
 
     fn state(retain: usize) -> RegistryState {
-        RegistryState::new(Arc::new(Stats::default()), retain)
+        RegistryState::new(Arc::new(Stats::default()), retain, Routes::default())
     }
 
     #[test]
@@ -1176,12 +1221,14 @@ mod tests {
 
     #[tokio::test]
     async fn a_starting_session_is_waited_for_not_reported_missing() {
+        let routes = Routes::default();
         let (registry, _) = Actor::spawn(
             None,
             RegistryActor,
             RegistryArgs {
                 stats: Arc::new(Stats::default()),
                 retain: 10,
+                routes: routes.clone(),
             },
         )
         .await
@@ -1206,6 +1253,8 @@ mod tests {
         };
 
         registry.cast(RegistryMsg::Creating("new".into())).unwrap();
+        handled().await;
+        assert!(routes.get("new").is_none(), "no route before it registers");
         let mut resolve = ask_resolve("new");
         let mut get = ask_get("new");
         // A session nobody is creating is missing at once.
@@ -1226,8 +1275,18 @@ mod tests {
         let resolved = resolve.await.unwrap().expect("found once registered");
         assert_eq!(resolved.actor.map(|a| a.get_id()), Some(actor.get_id()));
         assert_eq!(get.await.unwrap().unwrap().session_id, "new");
-        // Registered: answered at once from now on.
+        // Registered: answered at once from now on, and routed without asking.
         assert!(ask_resolve("new").await.unwrap().is_some());
+        assert_eq!(routes.get("new").map(|a| a.get_id()), Some(actor.get_id()));
+        // A failed actor is no route: requests go the long way and hear `already_ended`.
+        registry
+            .cast(RegistryMsg::Failed {
+                session_id: "new".into(),
+                reason: "test".into(),
+            })
+            .unwrap();
+        handled().await;
+        assert!(routes.get("new").is_none());
 
         // A start that fails: what waited answers "no such session".
         registry

@@ -159,12 +159,14 @@ impl Actor for RootSupervisor {
         args: RootArgs,
     ) -> Result<RootState, ActorProcessingErr> {
         let cell = myself.get_cell();
+        let routes = crate::registry::Routes::default();
         let (registry, _) = Actor::spawn_linked(
             Some("registry".into()),
             RegistryActor,
             crate::registry::RegistryArgs {
                 stats: args.spawn.stats.clone(),
                 retain: args.retain_records,
+                routes: routes.clone(),
             },
             cell.clone(),
         )
@@ -287,6 +289,7 @@ impl Actor for RootSupervisor {
         let ctx = Arc::new(DaemonContext {
             token: args.token,
             registry,
+            routes,
             bus,
             bus_capacity: args.bus_capacity,
             persist,

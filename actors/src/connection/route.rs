@@ -29,8 +29,14 @@ pub(super) async fn ask_session_actor<T: Send + 'static>(
     build: impl Fn(RpcReplyPort<T>) -> SessionMsg,
     timeout: Duration,
 ) -> Result<(ActorRef<SessionMsg>, T), ErrorBody> {
+    // The registry's published route first; once an actor turns out to have stopped,
+    // every further attempt asks the registry itself.
+    let mut published = ctx.routes.get(session_id);
     for _ in 0..ROUTE_ATTEMPTS {
-        let actor = session_actor(ctx, session_id).await?;
+        let actor = match published.take() {
+            Some(actor) => actor,
+            None => session_actor(ctx, session_id).await?,
+        };
         match actor.call(&build, Some(timeout)).await {
             Ok(CallResult::Success(t)) => return Ok((actor, t)),
             Ok(CallResult::Timeout) => {
