@@ -44,7 +44,13 @@ fn open_log(path: &Path) -> std::io::Result<std::fs::File> {
 
 fn init_logging(level: &str, target: LogTarget) {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level));
+    // ractor opens two INFO spans for every actor it starts (one per connection, per
+    // session): their ids formatted, entered and exited under the filter on every message.
+    // They say nothing our own lines do not (session ids are fields), so they stay off
+    // unless asked for with RUST_LOG; ractor's own warnings and errors still show.
+    let ractor = if level == "error" { "error" } else { "warn" };
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new(format!("{level},ractor={ractor}")));
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
     match target {
         LogTarget::Stderr => {
