@@ -650,17 +650,27 @@ thread_local! {
 /// One `read` of the master into `rest` (the buffer's bytes from `filled` on). Into the
 /// staging area it is armed first (see `screen_model::store`, "The armed read"): for exactly
 /// what is waiting, so a kill inside the `read` leaves a region the next daemon can tell
-/// apart. Nothing waiting (the readiness is for EOF/EIO, or went stale): 1 byte, which still
-/// reports EOF, EIO or EAGAIN, and cannot be a short copy that looks like a cut one. The
+/// apart. Nothing waiting and the slave side not hung up (`hup`): `WouldBlock` without a
+/// `read` (the usual end of a drain; see below). Nothing waiting after a hang-up: 1 byte,
+/// which reports EOF or EIO, and cannot be a short copy that looks like a cut one. The
 /// caller publishes the result ([`Staging::staged`]).
+///
+/// Why skipping the `read` that would say `EAGAIN` loses nothing: bytes reach the count
+/// `FIONREAD` reports (the line discipline's queue) before the wake-up that makes the master
+/// readable, so anything not counted yet brings its own readiness event, which the runtime
+/// records under a newer tick than the one this drain clears.
 fn read_once(
     fd: RawFd,
     staging: Option<&Staging>,
+    hup: bool,
     mut rest: &mut [u8],
     filled: usize,
 ) -> io::Result<usize> {
     if let Some(s) = staging {
         let avail = pending_input(fd).unwrap_or(0);
+        if avail == 0 && !hup {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
         let want = avail.clamp(1, rest.len().min(ARM_MAX));
         rest = &mut rest[..want];
         s.arm(rest, filled);
@@ -707,9 +717,11 @@ async fn read_chunk(io: &AsyncFd<OwnedFd>, output: &Output) -> Option<Drained> {
             };
             let mut filled = 0;
             let mut closed = false;
+            let hup = guard.ready().is_read_closed();
             while filled < buf.len() {
-                let result = guard
-                    .try_io(|fd| read_once(fd.as_raw_fd(), staging, &mut buf[filled..], filled));
+                let result = guard.try_io(|fd| {
+                    read_once(fd.as_raw_fd(), staging, hup, &mut buf[filled..], filled)
+                });
                 match result {
                     Ok(Ok(0)) => {
                         closed = true;
@@ -1143,7 +1155,7 @@ mod tests {
             if pid == 0 {
                 // SAFETY: as above; nothing here allocates.
                 unsafe {
-                    let _ = read_once(master, Some(&staging), &mut staging.buf()[6..], 6);
+                    let _ = read_once(master, Some(&staging), false, &mut staging.buf()[6..], 6);
                     libc::kill(libc::getpid(), libc::SIGKILL);
                     libc::_exit(1);
                 }

@@ -57,9 +57,11 @@
 //!   Linux 5.12, the up to 64 bytes of the tty core's bounce buffer whose copy failed);
 //!   writing the canary has just faulted those pages in, so that needs the pages reclaimed
 //!   in between, and is remote.
-//! - When `FIONREAD` says nothing is waiting (the readiness was for EOF/EIO, or stale), the
-//!   `read` is armed for 1 byte: it still reports EOF/EIO/EAGAIN, and bytes that arrived in
-//!   between are taken one at a time (the next round asks `FIONREAD` again). A larger count
+//! - When `FIONREAD` says nothing is waiting and the slave side has not hung up, there is
+//!   no `read` at all (the pump's drain ends as on `EAGAIN`: bytes not counted yet bring
+//!   their own readiness event). After a hang-up (the readiness is for EOF/EIO) the `read`
+//!   is armed for 1 byte: it still reports EOF/EIO, and bytes that arrived in between are
+//!   taken one at a time (the next round asks `FIONREAD` again). A larger count
 //!   there would make a short copy (fewer bytes arrived than asked) indistinguishable from a
 //!   cut one within the last 8 bytes.
 //! - The disarm (the arm word cleared) precedes the new canary and seed, and the arm word is
