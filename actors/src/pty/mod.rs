@@ -667,11 +667,12 @@ fn read_once(
     filled: usize,
 ) -> io::Result<usize> {
     if let Some(s) = staging {
-        let avail = pending_input(fd).unwrap_or(0);
-        if avail == 0 && !hup {
+        let avail = pending_input(fd);
+        // Only a count of zero ends the drain: a failed `FIONREAD` reads (1 byte) as before.
+        if avail == Some(0) && !hup {
             return Err(io::ErrorKind::WouldBlock.into());
         }
-        let want = avail.clamp(1, rest.len().min(ARM_MAX));
+        let want = avail.unwrap_or(0).clamp(1, rest.len().min(ARM_MAX));
         rest = &mut rest[..want];
         s.arm(rest, filled);
     }
