@@ -188,6 +188,10 @@ impl PolicyGate {
             }
             decision
         };
+        // An allow is logged at debug, off by default: its line is not built on every request.
+        if decision.is_allow() && !tracing::enabled!(target: LOG_TARGET, tracing::Level::DEBUG) {
+            return decision;
+        }
         let (capability, reason) = match &decision {
             Decision::Allow { reason } => (joined(capabilities), reason.as_str()),
             Decision::Deny {
