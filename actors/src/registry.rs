@@ -73,7 +73,7 @@ pub enum RegistryMsg {
         focus: bool,
     },
     /// A session's record changed.
-    Updated(Box<SessionView>),
+    Updated(Arc<SessionView>),
     /// A closed or archived session's actor is stopping: keep its record and state until a
     /// request needs an actor again.
     Retire {
@@ -163,9 +163,10 @@ pub struct Resolved {
 }
 
 struct Entry {
-    /// Boxed: the table keeps a slot per record (and spare ones), so a record's size
-    /// inline would be paid for every slot.
-    view: Box<SessionView>,
+    /// Behind a pointer: the table keeps a slot per record (and spare ones), so a record's
+    /// size inline would be paid for every slot. Shared with the journal's copy of the same
+    /// publication (one clone of the record per change, not two).
+    view: Arc<SessionView>,
     /// The session's actor; `None` while dormant, or after it failed (until recovered).
     actor: Option<ActorRef<SessionMsg>>,
     /// A retired closed/archived session's state, from which an actor is woken.
@@ -573,7 +574,10 @@ impl RegistryState {
             self.settle_group(&g);
         }
         let n = dropped.len() as i64;
-        let ids = dropped.into_iter().map(|(v, _)| v.session_id).collect();
+        let ids = dropped
+            .into_iter()
+            .map(|(v, _)| v.session_id.clone())
+            .collect();
         if let Some(waker) = &self.waker {
             let _ = waker.persist.cast(PersistMsg::Drop(ids));
         }
@@ -637,7 +641,7 @@ impl Actor for RegistryActor {
                 match state.sessions.insert(
                     id.clone(),
                     Entry {
-                        view,
+                        view: Arc::from(view),
                         actor: Some(actor),
                         dormant: None,
                         dormant_at: None,
@@ -672,21 +676,21 @@ impl Actor for RegistryActor {
                     return Ok(());
                 };
                 let old = std::mem::replace(&mut entry.view, view);
-                let new = &entry.view;
+                let new = &*entry.view;
                 if old.surface_id != new.surface_id {
                     state.surfaces.remove(&old.surface_id);
                     state
                         .surfaces
                         .insert(new.surface_id.clone(), new.session_id.clone());
                 }
-                index_groups(&mut state.groups, Some(&old), Some(new));
+                index_groups(&mut state.groups, Some(&*old), Some(new));
                 // Settled once each: its group before, and its new one if it moved.
                 let joined = if new.group != old.group {
                     new.group.clone()
                 } else {
                     None
                 };
-                for g in [old.group, joined].into_iter().flatten() {
+                for g in [old.group.clone(), joined].into_iter().flatten() {
                     state.settle_group(&g);
                 }
             }
@@ -711,7 +715,7 @@ impl Actor for RegistryActor {
                 if result.is_ok() {
                     match state.sessions.get_mut(&child) {
                         // Reserve the edge now so a concurrent request sees it.
-                        Some(entry) => entry.view.parent_id = parent,
+                        Some(entry) => Arc::make_mut(&mut entry.view).parent_id = parent,
                         None => {
                             let _ = reply.send(Err(ErrorBody::no_session(&child)));
                             return Ok(());
@@ -798,16 +802,17 @@ impl Actor for RegistryActor {
                     );
                     entry.actor = None;
                     state.routes.set(&session_id, None);
-                    let old = (*entry.view).clone();
-                    if entry.view.lifecycle != Lifecycle::Archived {
-                        entry.view.lifecycle = Lifecycle::Closed;
+                    let old = entry.view.clone();
+                    let view = Arc::make_mut(&mut entry.view);
+                    if view.lifecycle != Lifecycle::Archived {
+                        view.lifecycle = Lifecycle::Closed;
                     }
-                    entry.view.pid = None;
-                    entry.view.updated_at = now_rfc3339();
-                    let new = (*entry.view).clone();
+                    view.pid = None;
+                    view.updated_at = now_rfc3339();
+                    let new = entry.view.clone();
                     // Keep the group counters exact, and wake group waits this settles.
                     state.index(Some(&old), Some(&new));
-                    if let Some(g) = new.group {
+                    if let Some(g) = new.group.clone() {
                         state.settle_group(&g);
                     }
                 }
@@ -968,7 +973,7 @@ mod tests {
         state.sessions.insert(
             id,
             Entry {
-                view: Box::new(v),
+                view: Arc::new(v),
                 actor: None,
                 dormant: None,
                 dormant_at,

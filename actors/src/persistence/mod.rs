@@ -88,7 +88,7 @@ pub const BACKLOG_MAX_BYTES: usize = 4 * 1024 * 1024;
 /// Messages the persistence actor handles.
 pub enum PersistMsg {
     /// A record changed.
-    Upsert(Box<SessionView>),
+    Upsert(std::sync::Arc<SessionView>),
     /// An audit entry was appended (encoded once, shared with the session's log).
     Audit {
         /// Its session.
@@ -801,7 +801,9 @@ mod tests {
             let now = SystemTime::now();
             for i in 0..100 {
                 let v = view(i, Lifecycle::Running, now);
-                actor.cast(PersistMsg::Upsert(Box::new(v))).unwrap();
+                actor
+                    .cast(PersistMsg::Upsert(std::sync::Arc::new(v)))
+                    .unwrap();
             }
             let writes_before = stats
                 .journal_writes

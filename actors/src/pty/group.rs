@@ -6,6 +6,9 @@ use super::{pidfd_open, register, KILL_GRACE};
 use nix::sys::signal::{killpg, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
+use tokio::io::unix::AsyncFd;
 
 /// End a session's whole process group (the child is a session leader, so its pid is the
 /// group's id): SIGHUP, SIGTERM and SIGCONT (so a stopped member sees them) to the group;
@@ -15,7 +18,14 @@ use nix::unistd::Pid;
 /// it is signalled. What escapes: a process that left the group (`setsid`, `setpgid`, a
 /// job-control shell's jobs) — the kernel offers no handle on "everything this session
 /// started" short of a cgroup.
-pub(super) fn end_group(pid: u32, exited: bool, group: Option<Reaper>) {
+/// `pidfd`: the leader's, registered with the runtime, if the caller holds one (the
+/// daemon's own child); otherwise one is opened here.
+pub(super) fn end_group(
+    pid: u32,
+    exited: bool,
+    group: Option<Reaper>,
+    pidfd: Option<Arc<AsyncFd<OwnedFd>>>,
+) {
     let pid = Pid::from_raw(pid as i32);
     for sig in [Signal::SIGHUP, Signal::SIGTERM, Signal::SIGCONT] {
         let _ = killpg(pid, sig);
@@ -30,9 +40,15 @@ pub(super) fn end_group(pid: u32, exited: bool, group: Option<Reaper>) {
     };
     // The pidfd (it works on a zombie too) says when the leader has exited, so reaping never
     // blocks a thread: no blocking-pool thread per closed session.
-    let Ok(pidfd) = pidfd_open(pid.as_raw() as u32).and_then(register) else {
-        kill_and_reap();
-        return;
+    let pidfd = match pidfd {
+        Some(pidfd) => pidfd,
+        None => match pidfd_open(pid.as_raw() as u32).and_then(register) {
+            Ok(pidfd) => Arc::new(pidfd),
+            Err(_) => {
+                kill_and_reap();
+                return;
+            }
+        },
     };
     handle.spawn(async move {
         // Unregistered once the group is ended and its leader reaped.

@@ -86,8 +86,6 @@ pub enum PumpEvent {
     Output(Vec<u8>, u64, OwnedSemaphorePermit),
     /// Announcements the output carried (title, OSC 133 D), in order.
     Screen(Vec<ScreenEvent>),
-    /// The master read EOF/EIO: every holder of the slave side closed it.
-    OutputClosed,
     /// The child's pidfd became readable: call [`Pty::reap`].
     ChildExited,
 }
@@ -174,6 +172,9 @@ pub struct Pty {
     /// stopping daemon waits for (and at worst SIGKILLs) every group it started — even one
     /// whose `Pty` was never dropped.
     group: Option<Reaper>,
+    /// The daemon's own child's pidfd (registered with the runtime), from spawn until its
+    /// group has been ended.
+    pidfd: Option<Arc<AsyncFd<OwnedFd>>>,
 }
 
 impl Pty {
@@ -222,9 +223,12 @@ impl Pty {
         let wrapped = spec.command.is_some();
         // The reader only sees EOF once every slave fd is closed, ours included.
         drop(pair);
-        let pidfd = register(pidfd_open(pid)?)?;
+        // Kept until the session's group is ended (`end_group` waits on it too): dropping it
+        // at the exit cost an `epoll_ctl` and the pidfd's teardown inside a burst of exits.
+        let pidfd = Arc::new(register(pidfd_open(pid)?)?);
+        let watched = pidfd.clone();
         let gone: ChildGone = Box::pin(async move {
-            let _ = pidfd.readable().await;
+            let _ = watched.readable().await;
             None
         });
         let mut kept = None;
@@ -265,6 +269,7 @@ impl Pty {
             sink,
         )?;
         pty.group = Some(group);
+        pty.pidfd = Some(pidfd);
         pty.kept = kept;
         Ok(pty)
     }
@@ -413,6 +418,7 @@ impl Pty {
             wrapped,
             reaped: false,
             group: None,
+            pidfd: None,
         })
     }
 
@@ -572,10 +578,12 @@ impl Drop for Pty {
             (None, _) => false,
         };
         match self.parent {
-            Parent::Daemon => end_group(self.pid, self.reaped, self.group.take()),
+            Parent::Daemon => {
+                end_group(self.pid, self.reaped, self.group.take(), self.pidfd.take())
+            }
             // The keeper is gone: its orphan is init's now; end the group without reaping.
             Parent::Keeper(_) if !keeper_ends_it && !self.reaped => {
-                end_group(self.pid, false, None)
+                end_group(self.pid, false, None, None)
             }
             Parent::Keeper(_) => {}
         }
@@ -1007,12 +1015,9 @@ async fn pump<F>(
                         return;
                     }
                 }
-                None => {
-                    read_open = false;
-                    if !sink(PumpEvent::OutputClosed) {
-                        return;
-                    }
-                }
+                // EOF/EIO: every holder of the slave side closed it (nobody needs telling:
+                // one message less per exit in a burst of them).
+                None => read_open = false,
             },
             _ = output.model.space(), if blocked => blocked = output.model.full(),
             _ = &mut gone, if child_alive => {
@@ -1044,12 +1049,7 @@ async fn pump<F>(
                                 return;
                             }
                         }
-                        Some(None) => {
-                            read_open = false;
-                            if !sink(PumpEvent::OutputClosed) {
-                                return;
-                            }
-                        }
+                        Some(None) => read_open = false,
                     }
                 }
                 if !sink(PumpEvent::ChildExited) {

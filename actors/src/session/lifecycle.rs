@@ -171,7 +171,7 @@ impl SessionState {
         }
         let _ = state
             .persist
-            .cast(PersistMsg::Upsert(Box::new(state.view.clone())));
+            .cast(PersistMsg::Upsert(std::sync::Arc::new(state.view.clone())));
         // A create-time agent type is a declaration like a later set-agent-type.
         if let Some(agent_type) = params.agent_type {
             state.apply(Declaration::AgentType { agent_type }, caller)?;
@@ -294,7 +294,7 @@ impl SessionState {
         state.view.last_seen_at = Some(state.view.updated_at.clone());
         let _ = state
             .persist
-            .cast(PersistMsg::Upsert(Box::new(state.view.clone())));
+            .cast(PersistMsg::Upsert(std::sync::Arc::new(state.view.clone())));
         registry.cast(RegistryMsg::Register {
             view: Box::new(state.view.clone()),
             actor: myself,

@@ -80,12 +80,9 @@ impl SessionState {
             self.view.last_seen_at = Some(self.view.updated_at.clone());
         }
         self.journaled = true;
-        let _ = self
-            .persist
-            .cast(PersistMsg::Upsert(Box::new(self.view.clone())));
-        let _ = self
-            .registry
-            .cast(RegistryMsg::Updated(Box::new(self.view.clone())));
+        let view = std::sync::Arc::new(self.view.clone());
+        let _ = self.persist.cast(PersistMsg::Upsert(view.clone()));
+        let _ = self.registry.cast(RegistryMsg::Updated(view));
         if self.waiters.is_empty() {
             return;
         }

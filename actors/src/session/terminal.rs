@@ -51,7 +51,6 @@ impl SessionState {
                     }
                 }
             }
-            PumpEvent::OutputClosed => {}
             PumpEvent::ChildExited => self.child_exited(myself),
         }
     }
