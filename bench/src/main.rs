@@ -342,6 +342,12 @@ fn main() {
         std::env::remove_var(k);
     }
 
+    if let Some(nice) = util::autogroup_nice().filter(|n| *n != 0) {
+        eprintln!(
+            "warning: this shell's scheduling autogroup runs at nice {nice} \
+             (/proc/self/autogroup); the figures are not comparable to a run at 0"
+        );
+    }
     let started = Instant::now();
     let mut rows: Vec<Row> = Vec::new();
     let mut scenarios = serde_json::Map::new();

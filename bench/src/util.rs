@@ -316,13 +316,27 @@ pub fn machine() -> Value {
     let hv = std::fs::read_to_string("/proc/cpuinfo")
         .map(|s| s.contains(" hypervisor"))
         .unwrap_or(false);
+    let autogroup = std::fs::read_to_string("/proc/sys/kernel/sched_autogroup_enabled")
+        .map(|s| s.trim() == "1")
+        .unwrap_or(false);
     json!({
         "cpu": cpu,
         "cores": cores,
         "mem_gib": round(mem_kib as f64 / 1024.0 / 1024.0),
         "kernel": kernel,
         "virtualized": hv,
+        "sched_autogroup": autogroup,
+        "harness_autogroup_nice": autogroup_nice(),
     })
+}
+
+/// The nice value of the harness's own scheduling autogroup (`/proc/self/autogroup`:
+/// `/autogroup-N nice X`). Not 0 skews every figure: the harness and its clients compete with
+/// the daemon, tmux and their programs (each a session, so each its own autogroup) at another
+/// weight.
+pub fn autogroup_nice() -> Option<i32> {
+    let s = std::fs::read_to_string("/proc/self/autogroup").ok()?;
+    s.split_whitespace().last()?.parse().ok()
 }
 
 /// Run a command and return trimmed stdout (empty on failure).
