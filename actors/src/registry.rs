@@ -65,8 +65,8 @@ impl Routes {
 pub enum RegistryMsg {
     /// A session actor started.
     Register {
-        /// Its first record.
-        view: Box<SessionView>,
+        /// Its first record (shared with the journal's copy where both are sent).
+        view: Arc<SessionView>,
         /// Where to route requests for it.
         actor: ActorRef<SessionMsg>,
         /// Whether it takes focus.
@@ -641,7 +641,7 @@ impl Actor for RegistryActor {
                 match state.sessions.insert(
                     id.clone(),
                     Entry {
-                        view: Arc::from(view),
+                        view,
                         actor: Some(actor),
                         dormant: None,
                         dormant_at: None,
@@ -1272,7 +1272,7 @@ mod tests {
         let actor: ActorRef<SessionMsg> = crate::test_actors::sink().await;
         registry
             .cast(RegistryMsg::Register {
-                view: Box::new(view("new", None, "running")),
+                view: Arc::new(view("new", None, "running")),
                 actor: actor.clone(),
                 focus: false,
             })

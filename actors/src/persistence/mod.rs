@@ -88,7 +88,7 @@ pub const BACKLOG_MAX_BYTES: usize = 4 * 1024 * 1024;
 /// Messages the persistence actor handles.
 pub enum PersistMsg {
     /// A record changed.
-    Upsert(std::sync::Arc<SessionView>),
+    Upsert(Arc<SessionView>),
     /// An audit entry was appended (encoded once, shared with the session's log).
     Audit {
         /// Its session.

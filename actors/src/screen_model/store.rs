@@ -74,9 +74,9 @@
 //! many bytes early — behind a cut copy, itself remote), or, for `want` < 8, a whole copied
 //! region equal to it (2^-8·want: the bytes are dropped — the race that arms a 1-byte read,
 //! with a kill inside it, is the only common way to get there). On recovery everything is
-//! treated as hostile: the file must be a sealed
-//! memfd of exactly [`FILE_BYTES`], and every length, size and record is checked before use;
-//! anything out of bounds refuses the whole store (the screen then starts empty).
+//! treated as hostile: the file must be a sealed memfd of exactly [`FILE_BYTES`], and every
+//! length, size and record is checked before use; anything out of bounds refuses the whole
+//! store (the screen then starts empty).
 
 use maxx_protocol::limits::{GRID_MAX_CELLS, MAX_SCROLLBACK_LINES, MIN_COLS};
 use std::io;

@@ -171,13 +171,13 @@ impl SessionState {
         }
         let _ = state
             .persist
-            .cast(PersistMsg::Upsert(std::sync::Arc::new(state.view.clone())));
+            .cast(PersistMsg::Upsert(Arc::new(state.view.clone())));
         // A create-time agent type is a declaration like a later set-agent-type.
         if let Some(agent_type) = params.agent_type {
             state.apply(Declaration::AgentType { agent_type }, caller)?;
         }
         registry.cast(RegistryMsg::Register {
-            view: Box::new(state.view.clone()),
+            view: Arc::new(state.view.clone()),
             actor: myself,
             focus: params.focus,
         })?;
@@ -292,11 +292,11 @@ impl SessionState {
         );
         state.touch();
         state.view.last_seen_at = Some(state.view.updated_at.clone());
-        let _ = state
-            .persist
-            .cast(PersistMsg::Upsert(std::sync::Arc::new(state.view.clone())));
+        // One copy of the record for the journal and the registry.
+        let view = Arc::new(state.view.clone());
+        let _ = state.persist.cast(PersistMsg::Upsert(view.clone()));
         registry.cast(RegistryMsg::Register {
-            view: Box::new(state.view.clone()),
+            view,
             actor: myself,
             focus: false,
         })?;
@@ -314,7 +314,7 @@ impl SessionState {
         let registry = links.registry.clone();
         let state = SessionState::new(&myself, view, kept, links, retire_on_start);
         registry.cast(RegistryMsg::Register {
-            view: Box::new(state.view.clone()),
+            view: Arc::new(state.view.clone()),
             actor: myself,
             focus: false,
         })?;

@@ -15,6 +15,7 @@ use maxx_protocol::stream::StreamEvent;
 use maxx_protocol::time::now_rfc3339;
 use ractor::RpcReplyPort;
 use serde_json::{Map, Value};
+use std::sync::Arc;
 
 /// How long an acknowledgement waits for the keeper to have a new surface's master.
 const KEEPER_SENT_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
@@ -80,7 +81,7 @@ impl SessionState {
             self.view.last_seen_at = Some(self.view.updated_at.clone());
         }
         self.journaled = true;
-        let view = std::sync::Arc::new(self.view.clone());
+        let view = Arc::new(self.view.clone());
         let _ = self.persist.cast(PersistMsg::Upsert(view.clone()));
         let _ = self.registry.cast(RegistryMsg::Updated(view));
         if self.waiters.is_empty() {
