@@ -79,7 +79,7 @@ fn every_screen_equals_its_snapshot_from_before_the_crash() {
         "command": "seq -f 'line %g' 1 3000; echo NUMBERS-DONE; exec sleep 600",
         "title": "numbered"
     })));
-    // ~13 MB: far past the first checkpoint (2 MiB of log), so this screen comes back from
+    // ~13 MB: far past the first checkpoints (512 KiB of log, then eight times the last one), so this screen comes back from
     // a checkpoint and the log after it.
     let big = sid(&d.create(json!({
         "command": "seq -f 'line %g ............................................................' 1 190000; printf '\\033[1;31mBIG-DONE\\033[0m\\n'; exec sleep 600",
@@ -182,7 +182,8 @@ fn a_daemon_killed_mid_flood_leaves_a_screen_fed_the_whole_stream() {
         "scrollback_lines": 100000,
         "title": "flood"
     })));
-    // Killed once ~2.5 MB went by: past the first checkpoint (2 MiB of log).
+    // Killed once ~2.5 MB went by: past the first checkpoints (512 KiB of log, then eight
+    // times the last one's size).
     wait_for("the flood to pass 2.5 MB", T, || {
         numbers(&text(&d, &flood)).len().checked_sub(40_000)
     });

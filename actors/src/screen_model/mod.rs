@@ -75,8 +75,13 @@ const INLINE_ANSWER_BYTES: usize = 16 * 1024;
 /// Resizes recorded ahead of the grid before a resize catches the grid up instead.
 const RESIZES_MAX: usize = 64;
 /// Log length in the screen memory past which a checkpoint is taken (at the next chunk that
-/// ends in the parser's ground state), so the log starts again after it.
-const CHECKPOINT_AT: usize = 2 * 1024 * 1024;
+/// ends in the parser's ground state), so the log starts again after it — or later, at
+/// eight times the last checkpoint's size (`saved::due_at`). The log's pages are memory for
+/// as long as the session lives (this was 2 MiB: a TUI that redraws without scrolling kept
+/// that much). [`PARSE_AT`], the backlog at which the grid is parsed even though nobody
+/// reads: a checkpoint (which needs the grid) then never builds one that would not have been
+/// built.
+const CHECKPOINT_AT: usize = PARSE_AT;
 /// Answers waiting for the grid before further queries are ignored (a program flooding
 /// queries without reading the answers).
 const ANSWERS_MAX: usize = 4096;
