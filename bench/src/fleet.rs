@@ -663,11 +663,15 @@ fn side_json(s: &Side) -> Value {
 }
 
 pub fn run(cfg: &Cfg) -> R<(Vec<Row>, Value)> {
-    let plan: Vec<(usize, u64)> = if cfg.quick {
-        vec![(100, 6)]
-    } else {
-        vec![(100, 10), (1000, 20)]
+    let plan: Vec<(usize, u64)> = match cfg.fleet_window {
+        Some(w) => vec![(100, w)],
+        None if cfg.quick => vec![(100, 6)],
+        None => vec![(100, 10), (1000, 20)],
     };
+    // A long window is its own row: memory keeps growing with the history and the logs.
+    let over = cfg
+        .fleet_window
+        .map_or(String::new(), |w| format!(" over {w} s"));
     let warm = Duration::from_secs(if cfg.quick { 1 } else { 2 });
     let runs = cfg.runs.unwrap_or(1);
     let mut rows = Vec::new();
@@ -704,7 +708,7 @@ pub fn run(cfg: &Cfg) -> R<(Vec<Row>, Value)> {
         rows.push(
             Row::new(
                 "fleet",
-                &format!("fleet of {n} agent TUIs: daemon/server CPU per session"),
+                &format!("fleet of {n} agent TUIs{over}: daemon/server CPU per session"),
                 "CPU-s/min",
             )
             .maxx(s(&mp))
@@ -719,7 +723,7 @@ pub fn run(cfg: &Cfg) -> R<(Vec<Row>, Value)> {
         rows.push(
             Row::new(
                 "fleet",
-                &format!("fleet of {n} + one attach client + top (tmux: attach + list-windows 1 Hz)"),
+                &format!("fleet of {n}{over} + one attach client + top (tmux: attach + list-windows 1 Hz)"),
                 "CPU-s/min",
             )
             .maxx(s(&mw))
@@ -734,7 +738,7 @@ pub fn run(cfg: &Cfg) -> R<(Vec<Row>, Value)> {
         rows.push(
             Row::new(
                 "fleet",
-                &format!("fleet of {n}: memory per session, grid materialised"),
+                &format!("fleet of {n}{over}: memory per session, grid materialised"),
                 "KiB",
             )
             .maxx(s(&mm))

@@ -1,7 +1,7 @@
 //! maxx-bench: maxx vs tmux (vs a bare PTY) on this machine, in one run.
 //!
 //! Usage: bench/run.sh [--quick] [--only spawn,throughput,scale,group,durable,fanout,queries,recovery,fleet,ten_thousand]
-//!        maxx-bench --maxx PATH [--quick] [--only LIST] [--runs N] [--out FILE]
+//!        maxx-bench --maxx PATH [--quick] [--only LIST] [--runs N] [--fleet-window S] [--out FILE]
 //!
 //! Prints a table (each figure: min / median / max over runs; ratios computed within a
 //! run) and the target verdicts, and writes the same figures as JSON.
@@ -34,6 +34,9 @@ pub struct Cfg {
     /// This binary (members of the group bench run it).
     pub me: PathBuf,
     pub runs: Option<usize>,
+    /// `--fleet-window S`: the fleet scenario runs 100 sessions for S seconds (long-run
+    /// memory: a screen's history and logs keep growing for minutes), instead of its plan.
+    pub fleet_window: Option<u64>,
 }
 
 /// One line of the results table.
@@ -236,7 +239,7 @@ const NOT_QUICK: [&str; 1] = ["ten_thousand"];
 
 fn usage() -> ! {
     eprintln!(
-        "usage: maxx-bench --maxx PATH [--quick] [--only {}] [--runs N] [--out FILE]",
+        "usage: maxx-bench --maxx PATH [--quick] [--only {}] [--runs N] [--fleet-window S] [--out FILE]",
         ALL.join(",")
     );
     std::process::exit(2)
@@ -279,6 +282,7 @@ fn main() {
     let mut maxx_bin: Option<PathBuf> = None;
     let mut out: Option<PathBuf> = None;
     let mut runs = None;
+    let mut fleet_window = None;
     let mut it = args.iter().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -306,6 +310,14 @@ fn main() {
                         .unwrap_or_else(|| usage()),
                 )
             }
+            "--fleet-window" => {
+                fleet_window = Some(
+                    it.next()
+                        .and_then(|n| n.parse().ok())
+                        .filter(|n| *n > 0)
+                        .unwrap_or_else(|| usage()),
+                )
+            }
             "-h" | "--help" => usage(),
             _ => usage(),
         }
@@ -323,6 +335,7 @@ fn main() {
         maxx: maxx_bin,
         me: std::env::current_exe().expect("current exe"),
         runs,
+        fleet_window,
     };
     if std::process::Command::new("tmux")
         .arg("-V")
