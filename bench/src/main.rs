@@ -245,6 +245,13 @@ fn usage() -> ! {
     std::process::exit(2)
 }
 
+/// A whole number above 0 given to an option, or the usage.
+fn positive(arg: Option<&String>) -> u64 {
+    arg.and_then(|n| n.parse().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or_else(|| usage())
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("child-fifo") && args.len() == 5 {
@@ -302,22 +309,8 @@ fn main() {
             }
             "--maxx" => maxx_bin = Some(it.next().unwrap_or_else(|| usage()).into()),
             "--out" => out = Some(it.next().unwrap_or_else(|| usage()).into()),
-            "--runs" => {
-                runs = Some(
-                    it.next()
-                        .and_then(|n| n.parse().ok())
-                        .filter(|n| *n > 0)
-                        .unwrap_or_else(|| usage()),
-                )
-            }
-            "--fleet-window" => {
-                fleet_window = Some(
-                    it.next()
-                        .and_then(|n| n.parse().ok())
-                        .filter(|n| *n > 0)
-                        .unwrap_or_else(|| usage()),
-                )
-            }
+            "--runs" => runs = Some(positive(it.next()) as usize),
+            "--fleet-window" => fleet_window = Some(positive(it.next())),
             "-h" | "--help" => usage(),
             _ => usage(),
         }
