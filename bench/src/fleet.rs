@@ -322,6 +322,8 @@ struct Side {
     rss_watched_kib: f64,
     /// (RSS after the plain window - idle) / N.
     mem_per_session_kib: f64,
+    /// The same every [`RSS_EVERY`] through the plain window: seconds into it, KiB.
+    mem_series: Vec<(u64, f64)>,
     ticks_kept: f64,
     history_lines: f64,
     setup_s: f64,
@@ -425,7 +427,7 @@ fn maxx_side(cfg: &Cfg, n: usize, warm: Duration, win: Duration) -> R<Side> {
         cpu_sum(&pids),
     );
     let t = Instant::now();
-    std::thread::sleep(win);
+    side.mem_series = plain_window(pid, win, side.rss_idle_kib, n);
     let secs = t.elapsed().as_secs_f64();
     let (d1, k1, p1) = (
         cpu_s(pid).unwrap_or(0.0),
@@ -565,7 +567,7 @@ fn tmux_side(cfg: &Cfg, n: usize, warm: Duration, win: Duration) -> R<Side> {
 
     let (s0, p0) = (cpu_s(pid).unwrap_or(0.0), cpu_sum(&pids));
     let t = Instant::now();
-    std::thread::sleep(win);
+    side.mem_series = plain_window(pid, win, side.rss_idle_kib, n);
     let secs = t.elapsed().as_secs_f64();
     let (s1, p1) = (cpu_s(pid).unwrap_or(0.0), cpu_sum(&pids));
     side.cpu_plain = per_min(s1 - s0, n, secs);
@@ -642,6 +644,28 @@ fn tmux_side(cfg: &Cfg, n: usize, warm: Duration, win: Duration) -> R<Side> {
     Ok(side)
 }
 
+/// How often the plain window samples the server's memory.
+const RSS_EVERY: Duration = Duration::from_secs(10);
+
+/// The plain window: `win` of nobody looking (a timed window: the figures are rates over
+/// it), sampling the server's (RSS - `idle`) / `n` every [`RSS_EVERY`] — the shape of a long
+/// run's memory (a history filling, checkpoints, logs), not only its end.
+fn plain_window(pid: u32, win: Duration, idle: f64, n: usize) -> Vec<(u64, f64)> {
+    let start = Instant::now();
+    let mut series = Vec::new();
+    loop {
+        let left = win.saturating_sub(start.elapsed());
+        if left.is_zero() {
+            return series;
+        }
+        std::thread::sleep(left.min(RSS_EVERY));
+        if left > RSS_EVERY {
+            let kib = rss_kib(pid).unwrap_or(0) as f64;
+            series.push((start.elapsed().as_secs(), (kib - idle) / n as f64));
+        }
+    }
+}
+
 fn side_json(s: &Side) -> Value {
     let r = crate::util::round;
     json!({
@@ -655,6 +679,11 @@ fn side_json(s: &Side) -> Value {
         "rss_after_plain_kib": s.rss_plain_kib,
         "rss_after_watched_kib": s.rss_watched_kib,
         "mem_per_session_kib": r(s.mem_per_session_kib),
+        "mem_per_session_kib_series": s
+            .mem_series
+            .iter()
+            .map(|&(t, kib)| json!([t, r(kib)]))
+            .collect::<Vec<_>>(),
         "ticks_kept": r(s.ticks_kept),
         "history_lines_first_session": s.history_lines,
         "setup_s": r(s.setup_s),
