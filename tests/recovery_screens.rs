@@ -79,8 +79,8 @@ fn every_screen_equals_its_snapshot_from_before_the_crash() {
         "command": "seq -f 'line %g' 1 3000; echo NUMBERS-DONE; exec sleep 600",
         "title": "numbered"
     })));
-    // ~13 MB: far past the first checkpoints (512 KiB of log, then eight times the last one), so this screen comes back from
-    // a checkpoint and the log after it.
+    // ~13 MB: far past the first checkpoints (512 KiB of log, then eight times the last
+    // one), so this screen comes back from a checkpoint and the log after it.
     let big = sid(&d.create(json!({
         "command": "seq -f 'line %g ............................................................' 1 190000; printf '\\033[1;31mBIG-DONE\\033[0m\\n'; exec sleep 600",
         "title": "big"

@@ -179,6 +179,31 @@ fn checkpoints_are_taken() {
     assert!(recovered_equals_original(&steps, 100).unwrap());
 }
 
+/// At the default cadence, a program that redraws in place (no history: a small checkpoint)
+/// is checkpointed once its log passes 512 KiB, not left to grow to 2 MiB: the log is memory
+/// the session keeps for its life.
+#[test]
+fn a_redrawing_program_is_checkpointed_at_the_default_cadence() {
+    let (m, _, _, g) = model();
+    m.keep_screen(g, Store::create(40, 5, 100).unwrap());
+    let frame: Vec<u8> = (1..=5)
+        .flat_map(|r| format!("\x1b[{r};1H\x1b[3{r}mrow {r} of a redraw\x1b[0m\x1b[K").into_bytes())
+        .collect();
+    let mut fed = 0;
+    while fed < 700 * 1024 {
+        m.drain(g, &frame);
+        fed += frame.len();
+        // The grid workers are not running here: parse where they would have.
+        if fed % (64 * 1024) < frame.len() {
+            drop(m.grid());
+        }
+    }
+    drop(m.grid());
+    assert!(m.checkpointed(), "no checkpoint after {fed} bytes");
+    let log = lock(&m.drain).store.as_ref().unwrap().log_len();
+    assert!(log < 256 * 1024, "the log still holds {log} bytes");
+}
+
 /// A store that cannot be trusted leaves the screen empty, the model usable.
 #[test]
 fn a_refused_store_changes_nothing() {
