@@ -167,6 +167,45 @@ fn every_screen_equals_its_snapshot_from_before_the_crash() {
     }
 }
 
+/// A full-screen program that printed more than a log holds (32 MiB) on the alternate screen
+/// comes back with that screen, and with the primary screen it hid: its screen memory was
+/// checkpointed on the alternate screen (until 12-07 a session that had entered it was never
+/// checkpointed again, so this screen came back empty).
+#[test]
+fn a_full_screen_program_past_a_logs_bound_comes_back_with_both_screens() {
+    let d = Daemon::start();
+    let tui = sid(&d.create(json!({
+        "command": "printf 'before the alternate screen\\n\\033[1;32mgreen\\033[0m\\n\\033[?1049h\\033[2;10r'; seq -f 'alt %g ..........................................................' 1 560000; printf '\\033[H\\033[1mALT-DONE\\033[0m'; read x; printf '\\033[?1049l'; echo LEFT; exec sleep 600",
+        "title": "tui"
+    })));
+    wait_text(&d, &tui, "ALT-DONE");
+    let (snap, insp) = (snapshot(&d, &tui), inspect(&d, &tui));
+    assert_eq!(insp["alt_screen"], true, "{insp}");
+
+    kill_daemon_and_wait_for_the_next(&d);
+
+    assert_eq!(snapshot(&d, &tui), snap);
+    assert_eq!(inspect(&d, &tui), insp);
+    let events = d.ok("sessions.events", json!({"session_id": tui}))["events"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(events.last().unwrap()["payload"]["screen"], "restored");
+    // Leaving the alternate screen shows the primary screen it hid, the new line below.
+    d.ok(
+        "sessions.send-keys",
+        json!({"session_id": tui, "keys": ["Enter"]}),
+    );
+    wait_text(&d, &tui, "LEFT");
+    let t = text(&d, &tui);
+    let lines: Vec<&str> = t.lines().collect();
+    assert_eq!(
+        &lines[..3],
+        ["before the alternate screen", "green", "LEFT"],
+        "{t}"
+    );
+}
+
 #[test]
 fn a_daemon_killed_mid_flood_leaves_a_screen_fed_the_whole_stream() {
     let d = Daemon::start();

@@ -164,8 +164,6 @@ pub struct LightScreen {
     /// Armed by [`LightScreen::watch_sequence_end`]: the offset where the sequence in
     /// progress then ended.
     sequence_end: Option<Option<u64>>,
-    /// The alternate screen was entered at some point (it stays set).
-    alt_used: bool,
 }
 
 impl Default for LightScreen {
@@ -199,7 +197,6 @@ impl LightScreen {
             found: Vec::new(),
             cuts: Vec::new(),
             sequence_end: None,
-            alt_used: false,
         }
     }
 
@@ -376,11 +373,6 @@ impl LightScreen {
         light.pos = r.var()?;
         light.seq_start = light.pos;
         Ok(light)
-    }
-
-    /// Whether the alternate screen was ever entered.
-    pub fn alt_used(&self) -> bool {
-        self.alt_used
     }
 
     /// Stream offset of the next byte.
@@ -725,7 +717,6 @@ impl LightScreen {
                         self.sync_kitty();
                     }
                     self.flags.alt_screen = on;
-                    self.alt_used |= on;
                 }
                 _ => {}
             }

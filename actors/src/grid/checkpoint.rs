@@ -3,23 +3,24 @@
 //! `docs/recovery.md`).
 //!
 //! Written only at a point of the stream where the parser is in its ground state (no escape
-//! sequence or UTF-8 character half read) and the primary screen is active. It holds every
-//! cell of the history and the screen (character, colours, attributes, underline colour,
+//! sequence or UTF-8 character half read), on either screen. It holds every cell of the
+//! primary screen's history and screen (character, colours, attributes, underline colour,
 //! combining characters, the OSC 133 tag), how many cells of each row alacritty counts as
-//! occupied, both cursors (position, template, charsets, pending wrap), the modes, the tab
-//! stops (the last column's included) and the active charset. The scroll region and
-//! the kitty keyboard stacks are the light pass's (`screen.rs`), which carries them in its own
-//! part of the checkpoint. Not carried (none is visible in a read): a program's own OSC 8
-//! links, colours it set with OSC 4/10/11/12, the title stack, and the alternate screen's
-//! saved cursor (`ESC 7` in an alternate screen that was left again).
+//! occupied, both its cursors (position, template, charsets, pending wrap), the modes, the
+//! tab stops (the last column's included) and the active charset; then the alternate screen:
+//! its cells and their occupied counts while it is on display, and its two cursors either way
+//! (its saved one outlives a visit: `ESC 7` on it, left, entered again, `ESC 8`). The scroll
+//! region and the kitty keyboard stacks are the light pass's (`screen.rs`), which carries them
+//! in its own part of the checkpoint. Not carried (none is visible in a read): a program's own
+//! OSC 8 links, colours it set with OSC 4/10/11/12, and the title stack.
 //!
 //! The decoder treats its input as hostile: every count and size is bounded before anything
 //! is allocated, and anything out of place refuses the whole checkpoint.
 
 use super::{Grid, Region, Size, INPUT_ID, PROMPT_ID};
-use alacritty_terminal::grid::Row;
+use alacritty_terminal::grid::{Cursor, Dimensions, Grid as AlacGrid, Row};
 use alacritty_terminal::index::{Column, Line, Point};
-use alacritty_terminal::term::cell::{Cell, Flags};
+use alacritty_terminal::term::cell::{Cell, Flags, Hyperlink};
 use alacritty_terminal::term::TermMode;
 use alacritty_terminal::vte::ansi::{
     CharsetIndex, Color, CursorShape, CursorStyle, NamedColor, Rgb, StandardCharset,
@@ -259,14 +260,143 @@ fn put_style(w: &mut Writer, s: &Style) {
     w.u8(s.tag);
 }
 
-impl Grid {
-    /// The grid's state as a checkpoint, or `None` where one cannot be exact (the alternate
-    /// screen is active). The caller makes sure the parser is in its ground state.
-    pub fn checkpoint(&mut self) -> Option<Vec<u8>> {
-        self.finish_feed();
-        if self.term.mode().contains(TermMode::ALT_SCREEN) {
-            return None;
+/// What is carried from row to row while rows are written: the styles seen so far, the
+/// last plain style, and buffers reused.
+#[derive(Default)]
+struct RowWriter {
+    styles: Styles,
+    plain: Option<(Color, Color, u16, usize)>,
+    held: Vec<Cell>,
+    scratch: Scratch,
+}
+
+impl RowWriter {
+    /// `grid`'s last `history` rows of history (from its compact history when it keeps
+    /// one) and its screen, oldest first; each row's occupied cells pushed on `occupied`.
+    fn put_grid(
+        &mut self,
+        grid: &mut AlacGrid<Cell>,
+        history: usize,
+        w: &mut Writer,
+        occupied: &mut Vec<usize>,
+    ) {
+        let cols = grid.columns();
+        let screen = grid.screen_lines() as i32;
+        // A history row gives the cells it holds (the rest are blank default cells), every
+        // cell counted as used. Each row's occupied cells are read just before it is written
+        // (the row is then in cache), and written after all the rows.
+        match compact_history(grid) {
+            Some(store) => {
+                for back in (1..=history).rev() {
+                    let mut held = std::mem::take(&mut self.held);
+                    store.back(back).cells_into(&mut held);
+                    occupied.push(cols);
+                    self.put_row(&held, w);
+                    self.held = held;
+                }
+            }
+            None => {
+                for line in -(history as i32)..0 {
+                    let row = &mut grid[Line(line)];
+                    occupied.push(occupied_cells(row, &mut self.scratch));
+                    self.put_row(&row[..], w);
+                }
+            }
         }
+        for line in 0..screen {
+            let row = &mut grid[Line(line)];
+            occupied.push(occupied_cells(row, &mut self.scratch));
+            self.put_row(&row[..], w);
+        }
+    }
+
+    fn put_row(&mut self, cells: &[Cell], w: &mut Writer) {
+        let default = Cell::default();
+        let blank = style_of(&default).key();
+        let mut extras: Vec<(usize, &[char])> = Vec::new();
+        // Blank cells at the end of a row (a space, no style, nothing combined: what a
+        // fresh row holds) are not written: most rows are far shorter than the terminal.
+        let len = cells
+            .iter()
+            .rposition(|cell| {
+                if cell.extra.is_none() {
+                    // No combining characters, underline colour or tag: the style is the
+                    // colours and flags.
+                    cell.c != ' '
+                        || cell.fg != default.fg
+                        || cell.bg != default.bg
+                        || !cell.flags.is_empty()
+                } else {
+                    cell.c != ' ' || cell.zerowidth().is_some() || style_of(cell).key() != blank
+                }
+            })
+            .map_or(0, |col| col + 1);
+        w.var(len as u64);
+        for (col, cell) in cells[..len].iter().enumerate() {
+            let flags = cell.flags.bits();
+            // A run of cells with the colours and flags of the last plain one (no `extra`)
+            // writes that style's index again without building the style.
+            match self.plain {
+                Some((fg, bg, f, i))
+                    if cell.extra.is_none() && cell.fg == fg && cell.bg == bg && flags == f =>
+                {
+                    w.var(i as u64)
+                }
+                _ => {
+                    let i = self.styles.put(style_of(cell), w);
+                    if cell.extra.is_none() {
+                        self.plain = Some((cell.fg, cell.bg, flags, i));
+                    }
+                }
+            }
+            w.var(cell.c as u64);
+            if let Some(z) = cell.zerowidth() {
+                extras.push((col, z));
+            }
+        }
+        w.var(extras.len() as u64);
+        for (col, z) in extras {
+            w.var(col as u64);
+            w.var(z.len() as u64);
+            for c in z {
+                w.var(*c as u64);
+            }
+        }
+    }
+
+    /// A cursor: position, template, pending wrap, charsets.
+    fn put_cursor(&mut self, cursor: &Cursor<Cell>, w: &mut Writer) {
+        w.var((cursor.point.line.0 + 1) as u64);
+        w.var(cursor.point.column.0 as u64);
+        self.styles.put(style_of(&cursor.template), w);
+        w.u8(cursor.input_needs_wrap as u8);
+        for i in CHARSETS {
+            w.u8(match cursor.charsets[i] {
+                StandardCharset::Ascii => 0,
+                StandardCharset::SpecialCharacterAndLineDrawing => 1,
+            });
+        }
+    }
+}
+
+/// The four charset slots of a cursor.
+const CHARSETS: [CharsetIndex; 4] = [
+    CharsetIndex::G0,
+    CharsetIndex::G1,
+    CharsetIndex::G2,
+    CharsetIndex::G3,
+];
+
+/// `grid`'s compact history (`history.rs`), if it keeps one.
+fn compact_history(grid: &AlacGrid<Cell>) -> Option<&super::history::History> {
+    grid.history_sink.as_ref()?.as_any().downcast_ref()
+}
+
+impl Grid {
+    /// The grid's state as a checkpoint. The caller makes sure the parser is in its ground
+    /// state.
+    pub fn checkpoint(&mut self) -> Vec<u8> {
+        self.finish_feed();
         let preceding = self.probe_preceding();
         let tabs = self.probe_tabs();
         let last_tab = self.probe_last_tab();
@@ -305,109 +435,42 @@ impl Grid {
         for t in tabs {
             w.var(t as u64);
         }
-        let mut styles = Styles::default();
-        let mut scratch = Scratch::default();
-        let history = self.history();
-        let screen = self.rows() as usize;
-        let mut occupied = Vec::with_capacity(history + screen);
+        // The primary screen (behind the alternate one if that is on display) and its
+        // history, then its cursors.
+        let alt = self.alt_screen();
+        let mut rows = RowWriter::default();
+        let primary = self.primary_grid_mut();
+        let history = compact_history(primary).map_or(primary.history_size(), |s| s.len());
         w.var(history as u64);
-        let cols = self.cols() as usize;
-        let default = Cell::default();
-        let blank = style_of(&default).key();
-        let mut plain: Option<(Color, Color, u16, usize)> = None;
-        let mut held = Vec::new();
-        for line in -(history as i32)..screen as i32 {
-            // One pass over the rows: each row's occupied cells are read just before it is
-            // written (the row is then in cache), and written after all the rows. A history
-            // row gives the cells it holds (the rest are blank default cells), every cell
-            // counted as used.
-            let cells: &[Cell] = match self.store() {
-                Some(store) if line < 0 => {
-                    store.back(-line as usize).cells_into(&mut held);
-                    occupied.push(cols);
-                    &held
-                }
-                _ => {
-                    let row = &mut self.term.grid_mut()[Line(line)];
-                    occupied.push(occupied_cells(row, &mut scratch));
-                    &row[..]
-                }
-            };
-            let mut extras: Vec<(usize, &[char])> = Vec::new();
-            // Blank cells at the end of a row (a space, no style, nothing combined: what a
-            // fresh row holds) are not written: most rows are far shorter than the terminal.
-            let len = cells
-                .iter()
-                .rposition(|cell| {
-                    if cell.extra.is_none() {
-                        // No combining characters, underline colour or tag: the style is
-                        // the colours and flags.
-                        cell.c != ' '
-                            || cell.fg != default.fg
-                            || cell.bg != default.bg
-                            || !cell.flags.is_empty()
-                    } else {
-                        cell.c != ' ' || cell.zerowidth().is_some() || style_of(cell).key() != blank
-                    }
-                })
-                .map_or(0, |col| col + 1);
-            w.var(len as u64);
-            for (col, cell) in cells[..len].iter().enumerate() {
-                let flags = cell.flags.bits();
-                // A run of cells with the colours and flags of the last plain one (no
-                // `extra`) writes that style's index again without building the style.
-                match plain {
-                    Some((fg, bg, f, i))
-                        if cell.extra.is_none() && cell.fg == fg && cell.bg == bg && flags == f =>
-                    {
-                        w.var(i as u64)
-                    }
-                    _ => {
-                        let i = styles.put(style_of(cell), &mut w);
-                        if cell.extra.is_none() {
-                            plain = Some((cell.fg, cell.bg, flags, i));
-                        }
-                    }
-                }
-                w.var(cell.c as u64);
-                if let Some(z) = cell.zerowidth() {
-                    extras.push((col, z));
-                }
-            }
-            w.var(extras.len() as u64);
-            for (col, z) in extras {
-                w.var(col as u64);
-                w.var(z.len() as u64);
-                for c in z {
-                    w.var(*c as u64);
-                }
-            }
-        }
-        let grid = self.term.grid();
-        for cursor in [&grid.cursor, &grid.saved_cursor] {
-            w.var((cursor.point.line.0 + 1) as u64);
-            w.var(cursor.point.column.0 as u64);
-            styles.put(style_of(&cursor.template), &mut w);
-            w.u8(cursor.input_needs_wrap as u8);
-            for i in [
-                CharsetIndex::G0,
-                CharsetIndex::G1,
-                CharsetIndex::G2,
-                CharsetIndex::G3,
-            ] {
-                w.u8(match cursor.charsets[i] {
-                    StandardCharset::Ascii => 0,
-                    StandardCharset::SpecialCharacterAndLineDrawing => 1,
-                });
-            }
-        }
-        // Last (a checkpoint of an older build ends before them): each row's occupied cells,
-        // and whether the last column has a tab stop.
+        let mut occupied = Vec::with_capacity(history + primary.screen_lines());
+        rows.put_grid(primary, history, &mut w, &mut occupied);
+        rows.put_cursor(&primary.cursor, &mut w);
+        rows.put_cursor(&primary.saved_cursor, &mut w);
+        // Each row's occupied cells, and whether the last column has a tab stop (a checkpoint
+        // of an older build ends before them).
         for n in occupied {
             w.var(n as u64);
         }
         w.u8(last_tab as u8);
-        Some(w.0)
+        // The alternate screen (an older build's checkpoint ends before it; it took none
+        // while the alternate screen showed): whether it is on display, its rows and their
+        // occupied cells if so, and its cursors either way (the saved one outlives a visit).
+        w.u8(alt as u8);
+        let alternate = if alt {
+            self.term.grid_mut()
+        } else {
+            self.term.inactive_grid_mut()
+        };
+        if alt {
+            let mut occupied = Vec::with_capacity(alternate.screen_lines());
+            rows.put_grid(alternate, 0, &mut w, &mut occupied);
+            for n in occupied {
+                w.var(n as u64);
+            }
+        }
+        rows.put_cursor(&alternate.cursor, &mut w);
+        rows.put_cursor(&alternate.saved_cursor, &mut w);
+        w.0
     }
 
     /// Run `probe` with the cursor at the top left over two plain cells, ASCII charsets and
@@ -492,8 +555,11 @@ impl Grid {
     fn probe_last_tab(&mut self) -> bool {
         let cols = self.cols() as usize;
         let rows = self.rows() as usize;
-        let blank = alacritty_terminal::grid::Grid::new(rows, cols, 0);
+        let blank = AlacGrid::new(rows, cols, 0);
         let saved = std::mem::replace(self.term.grid_mut(), blank);
+        // The grid not on display is resized too: the primary screen behind an alternate one
+        // would reflow. A blank one stands in for it as well.
+        let hidden = std::mem::replace(self.term.inactive_grid_mut(), AlacGrid::new(rows, cols, 0));
         let origin = self.term.mode().contains(TermMode::ORIGIN);
         self.parser.advance(&mut self.term, b"\x1b[?6h\x1b[1;1H");
         let top = self.term.grid().cursor.point.line.0 + 1;
@@ -531,6 +597,7 @@ impl Grid {
         self.parser
             .advance(&mut self.term, format!("\x1b[{top};{bottom}r").as_bytes());
         *self.term.grid_mut() = saved;
+        *self.term.inactive_grid_mut() = hidden;
         stop
     }
 
@@ -563,9 +630,9 @@ impl Grid {
         let fed = r.var()?;
         let region_tag = r.upto(2)?;
         let mode = TermMode::from_bits_truncate(r.upto(u32::MAX as u64)? as u32);
-        if mode.contains(TermMode::ALT_SCREEN) {
-            return Err("an alternate screen");
-        }
+        // The alternate screen is entered once the primary one is restored.
+        let alt = mode.contains(TermMode::ALT_SCREEN);
+        let mode = mode - TermMode::ALT_SCREEN;
         let g1 = r.bool()?;
         let preceding = match r.upto(0x110000)? {
             0 => None,
@@ -633,19 +700,101 @@ impl Grid {
         if *g.term.mode() & !TermMode::KITTY_KEYBOARD_PROTOCOL != mode {
             return Err("modes that do not restore");
         }
-        // Cells, oldest history row first: the first screenful is written in place, then
-        // each further row scrolls the screen up one line (into the history) and is written
-        // at the bottom.
-        let mut styles: Vec<Cell> = Vec::new();
+        let mut rows = RowReader {
+            styles: Vec::new(),
+            prompt: g.prompt_link.clone(),
+            input: g.input_link.clone(),
+        };
         let history = r.upto(scrollback as u64)? as usize;
-        let screen = rows as usize;
-        let cols_n = cols as usize;
+        rows.read_grid(r, g.term.grid_mut(), history)?;
+        if g.history() != history {
+            return Err("history that does not restore");
+        }
+        let cursor = rows.read_cursor(r, size_of(&g))?;
+        let saved_cursor = rows.read_cursor(r, size_of(&g))?;
+        let grid = g.term.grid_mut();
+        grid.cursor = cursor;
+        grid.saved_cursor = saved_cursor.clone();
+        // Each row's occupied cells and the last column's tab stop, if the checkpoint carries
+        // them (an older build's does not: its rows keep the cells they were written with, its
+        // last column the stop guessed above).
+        if !r.0.is_empty() {
+            // The compact history keeps no count: its rows go back into alacritty only for
+            // a resize, which counts every cell as used.
+            let skip = if g.store().is_some() { history } else { 0 };
+            read_occupied(r, g.term.grid_mut(), history, skip)?;
+            let set: &str = if r.bool()? { "\x1bH" } else { "\x1b[g" };
+            let cursor = g.term.grid().cursor.clone();
+            g.parser
+                .advance(&mut g.term, format!("\x1b[1;{}H{set}", last + 1).as_bytes());
+            g.term.grid_mut().cursor = cursor;
+        }
+        // The alternate screen, if the checkpoint carries it (an older build's does not; it
+        // took none while the alternate screen showed).
+        if !r.0.is_empty() {
+            if r.bool()? != alt {
+                return Err("an alternate screen that does not agree");
+            }
+            if alt {
+                // Entering it gives it the primary cursor and saves that on the primary
+                // screen: the primary's saved cursor is put back after.
+                g.term.swap_alt();
+                g.term.inactive_grid_mut().saved_cursor = saved_cursor;
+                let grid = g.term.grid_mut();
+                rows.read_grid(r, grid, 0)?;
+                read_occupied(r, grid, 0, 0)?;
+            }
+            let cursor = rows.read_cursor(r, size_of(&g))?;
+            let saved_cursor = rows.read_cursor(r, size_of(&g))?;
+            let alternate = if alt {
+                g.term.grid_mut()
+            } else {
+                g.term.inactive_grid_mut()
+            };
+            alternate.cursor = cursor;
+            alternate.saved_cursor = saved_cursor;
+        } else if alt {
+            return Err("an alternate screen without its cells");
+        }
+        if !r.0.is_empty() {
+            return Err("bytes after the checkpoint");
+        }
+        g.set_preceding(preceding);
+        Ok(g)
+    }
+}
+
+/// The screen's size (where a cursor may be).
+fn size_of(g: &Grid) -> (usize, usize) {
+    (g.rows() as usize, g.cols() as usize)
+}
+
+/// What is carried from row to row while rows are read: the styles seen so far (each as a
+/// blank cell), and the OSC 133 tags' links.
+struct RowReader {
+    styles: Vec<Cell>,
+    prompt: Hyperlink,
+    input: Hyperlink,
+}
+
+impl RowReader {
+    /// `history` rows of history and a screenful into `grid`, oldest first: the first
+    /// screenful is written in place, then each further row scrolls the screen up one line
+    /// (into the history) and is written at the bottom.
+    fn read_grid(
+        &mut self,
+        r: &mut Reader,
+        grid: &mut AlacGrid<Cell>,
+        history: usize,
+    ) -> Result<(), Bad> {
+        let screen = grid.screen_lines();
+        let cols = grid.columns();
         let whole = Line(0)..Line(screen as i32);
         for n in 0..history + screen {
-            let mut row = Row::new(cols_n);
+            let mut row = Row::new(cols);
             let len = r.upto(cols as u64)? as usize;
             for col in 0..len {
-                let mut cell = read_style(r, &mut styles, &g.prompt_link, &g.input_link)?;
+                let mut cell = self.style(r)?;
                 cell.c = char::from_u32(r.upto(0x10ffff)? as u32).ok_or("a bad character")?;
                 row[Column(col)] = cell;
             }
@@ -659,7 +808,6 @@ impl Grid {
                     row[Column(col)].push_zerowidth(c);
                 }
             }
-            let grid = g.term.grid_mut();
             let at = if n < screen {
                 n
             } else {
@@ -668,64 +816,57 @@ impl Grid {
             };
             grid[Line(at as i32)] = row;
         }
-        if g.history() != history {
-            return Err("history that does not restore");
-        }
-        for which in 0..2 {
-            let line = r.upto(screen as u64)? as i32 - 1;
-            let col = r.upto(cols as u64 - 1)? as usize;
-            let template = read_style(r, &mut styles, &g.prompt_link, &g.input_link)?;
-            let wrap = r.bool()?;
-            let grid = g.term.grid_mut();
-            let cursor = if which == 0 {
-                &mut grid.cursor
-            } else {
-                &mut grid.saved_cursor
-            };
-            cursor.point = Point::new(Line(line.max(0)), Column(col));
-            cursor.template = template;
-            cursor.input_needs_wrap = wrap;
-            for i in [
-                CharsetIndex::G0,
-                CharsetIndex::G1,
-                CharsetIndex::G2,
-                CharsetIndex::G3,
-            ] {
-                cursor.charsets[i] = match r.upto(1)? {
-                    0 => StandardCharset::Ascii,
-                    _ => StandardCharset::SpecialCharacterAndLineDrawing,
-                };
-            }
-        }
-        // Each row's occupied cells and the last column's tab stop, if the checkpoint carries
-        // them (an older build's does not: its rows keep the cells they were written with, its
-        // last column the stop guessed above).
-        if !r.0.is_empty() {
-            let keeps_history = g.store().is_some();
-            let grid = g.term.grid_mut();
-            for line in -(history as i32)..screen as i32 {
-                let occupied = r.upto(cols as u64)? as usize;
-                if line < 0 && keeps_history {
-                    // The compact history keeps no count: its rows go back into alacritty
-                    // only for a resize, which counts every cell as used.
-                    continue;
-                }
-                let row = &mut grid[Line(line)];
-                let cells: Vec<Cell> = (&*row).into_iter().cloned().collect();
-                *row = Row::from_vec(cells, occupied);
-            }
-            let set: &str = if r.bool()? { "\x1bH" } else { "\x1b[g" };
-            let cursor = g.term.grid().cursor.clone();
-            g.parser
-                .advance(&mut g.term, format!("\x1b[1;{}H{set}", last + 1).as_bytes());
-            g.term.grid_mut().cursor = cursor;
-        }
-        if !r.0.is_empty() {
-            return Err("bytes after the checkpoint");
-        }
-        g.set_preceding(preceding);
-        Ok(g)
+        Ok(())
     }
+
+    /// A cursor on a screen of `(rows, cols)`.
+    fn read_cursor(
+        &mut self,
+        r: &mut Reader,
+        (rows, cols): (usize, usize),
+    ) -> Result<Cursor<Cell>, Bad> {
+        let line = r.upto(rows as u64)? as i32 - 1;
+        let col = r.upto(cols as u64 - 1)? as usize;
+        let mut cursor = Cursor {
+            point: Point::new(Line(line.max(0)), Column(col)),
+            template: self.style(r)?,
+            input_needs_wrap: r.bool()?,
+            ..Cursor::default()
+        };
+        for i in CHARSETS {
+            cursor.charsets[i] = match r.upto(1)? {
+                0 => StandardCharset::Ascii,
+                _ => StandardCharset::SpecialCharacterAndLineDrawing,
+            };
+        }
+        Ok(cursor)
+    }
+
+    fn style(&mut self, r: &mut Reader) -> Result<Cell, Bad> {
+        read_style(r, &mut self.styles, &self.prompt, &self.input)
+    }
+}
+
+/// Each row's occupied cells (see [`occupied_cells`]) for `grid`'s `history` rows of history
+/// and its screen, set on the rows from the `skip`th on.
+fn read_occupied(
+    r: &mut Reader,
+    grid: &mut AlacGrid<Cell>,
+    history: usize,
+    skip: usize,
+) -> Result<(), Bad> {
+    let cols = grid.columns();
+    let screen = grid.screen_lines() as i32;
+    for (n, line) in (-(history as i32)..screen).enumerate() {
+        let occupied = r.upto(cols as u64)? as usize;
+        if n < skip {
+            continue;
+        }
+        let row = &mut grid[Line(line)];
+        let cells: Vec<Cell> = (&*row).into_iter().cloned().collect();
+        *row = Row::from_vec(cells, occupied);
+    }
+    Ok(())
 }
 
 /// Buffers [`occupied_cells`] reuses from row to row.
@@ -987,25 +1128,28 @@ mod tests {
     }
 
     /// `steps` through a grid, checkpointed and restored at every point between two steps,
-    /// the rest through both: the restored one reads as the live one.
+    /// the rest through both: the restored one reads as the live one after every step.
     fn restored_goes_on_alike(steps: &[Step]) {
         for at in 0..=steps.len() {
             let mut live = Grid::new(40, 5, 100);
             for s in &steps[..at] {
                 apply(&mut live, s);
             }
-            let Some(bytes) = live.checkpoint() else {
-                continue;
-            };
+            let bytes = live.checkpoint();
             let mut restored = Grid::restore(&bytes, None).unwrap();
             assert_eq!(styled(&restored), styled(&live), "restored at {at}");
-            for s in &steps[at..] {
+            for (n, s) in steps[at..].iter().enumerate() {
                 apply(&mut live, s);
                 apply(&mut restored, s);
+                live.finish_feed();
+                restored.finish_feed();
+                let after = at + n;
+                assert_eq!(
+                    styled(&restored),
+                    styled(&live),
+                    "checkpoint at {at}, after step {after}"
+                );
             }
-            live.finish_feed();
-            restored.finish_feed();
-            assert_eq!(styled(&restored), styled(&live), "checkpoint at {at}");
         }
     }
 
@@ -1023,12 +1167,47 @@ mod tests {
         ]);
     }
 
-    /// A checkpoint of an older build (without the rows' occupied cells at its end) still
-    /// restores.
+    /// Checkpoints taken on the alternate screen, and on the primary one after a visit:
+    /// the hidden primary screen with its history and saved cursor, the alternate screen's
+    /// cells and cursors, and the alternate saved cursor that outlives a visit (`ESC 7` on
+    /// it, left, entered again, `ESC 8`), for each way in and out (1049, 1047, 47).
     #[test]
-    fn a_checkpoint_without_the_occupied_cells_restores() {
+    fn the_alternate_screen_and_its_saved_cursor_survive_a_checkpoint() {
+        for (on, off) in [
+            (&b"\x1b[?1049h"[..], &b"\x1b[?1049l"[..]),
+            (b"\x1b[?1047h", b"\x1b[?1047l"),
+            (b"\x1b[?47h", b"\x1b[?47l"),
+        ] {
+            let steps = [
+                Step::Out(b"one\r\ntwo\r\nthree\r\nfour\r\nfive\r\nsix\r\n\x1b[2;3H\x1b[32m\x1b7"),
+                Step::Out(b"\x1b[4;5H\x1b[1m"),
+                Step::Out(on),
+                Step::Out(b"\x1b[3;4H\x1b[31m\x1b(0\x1b7alt \x1b[44mtext\x1b[2;4r"),
+                Step::Resize(30, 6),
+                Step::Out(b"\x1b[H\x1b[0mtop\r\n\x1b[K\x1bM"),
+                Step::Out(off),
+                Step::Out(b"back \x1b8after"),
+                Step::Out(on),
+                Step::Out(b"\x1b8X\r\n"),
+                Step::Resize(40, 5),
+                Step::Out(off),
+                Step::Out(b"\x1b8Y"),
+            ];
+            restored_goes_on_alike(&steps);
+        }
+    }
+
+    /// Checkpoints of older builds still restore: one without the alternate screen's part at
+    /// its end, and one without the rows' occupied cells either.
+    #[test]
+    fn a_checkpoint_of_an_older_build_restores() {
         let mut live = Grid::materialise(40, 5, 100, b"\x1b[42mgreen\x1b[0m\r\nplain");
-        let mut bytes = live.checkpoint().unwrap();
+        let mut bytes = live.checkpoint();
+        // Whether the alternate screen shows, and its two cursors (each: line, column, the
+        // template's style, pending wrap and four charsets, a byte each).
+        bytes.truncate(bytes.len() - 17);
+        let restored = Grid::restore(&bytes, None).unwrap();
+        assert_eq!(styled(&restored), styled(&live));
         // Five rows of at most 40 cells (a byte each) and the last column's tab stop.
         bytes.truncate(bytes.len() - 6);
         let restored = Grid::restore(&bytes, None).unwrap();

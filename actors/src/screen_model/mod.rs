@@ -996,6 +996,8 @@ pub(super) mod tests {
         prop_oneof![
             Just(b"\x1b[?1049h".to_vec()),
             Just(b"\x1b[?1049l".to_vec()),
+            Just(b"\x1b[?1047h".to_vec()),
+            Just(b"\x1b[?47l".to_vec()),
             Just(b"\x1b[2;5r".to_vec()),
             Just(b"\x1b[r".to_vec()),
             Just(b"\x1b[1;31m".to_vec()),

@@ -131,11 +131,7 @@ impl ScreenModel {
     /// [`CHECKPOINT_AT`], none is pending, and the chunk ended in the ground state (no escape
     /// sequence or UTF-8 character half read). Records the point and the light pass there.
     pub(super) fn want_checkpoint(&self, d: &mut Drain, bytes: &[u8]) -> bool {
-        // Once the alternate screen was entered no checkpoint is exact any more: alacritty
-        // keeps the inactive alternate screen's cells private, and does not clear all of
-        // them when it is entered again.
         let due = d.pending.is_none()
-            && !d.light.alt_used()
             && d.store.as_ref().is_some_and(|s| {
                 !s.lost() && s.log_len() > due_at(self.checkpoint_at.load(Ordering::Relaxed), s)
             })
@@ -154,12 +150,10 @@ impl ScreenModel {
 
     /// The grid has parsed exactly up to the pending checkpoint's offset: write the
     /// checkpoint (the light pass there, then the grid) and start the log again after it,
-    /// from the backlog and the resizes not applied yet. While the alternate screen is
-    /// active no checkpoint is taken (the next chunk that passes the bound tries again).
+    /// from the backlog and the resizes not applied yet.
     pub(super) fn write_checkpoint(&self, grid: &mut Grid) {
-        let encoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| grid.checkpoint()))
-            .ok()
-            .flatten();
+        let encoded =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| grid.checkpoint())).ok();
         let mut d = lock(&self.drain);
         let Some((at, light)) = d.pending.take() else {
             return;
@@ -236,7 +230,10 @@ fn restore_checkpoint(
     let grid_bytes = r.0;
     let grid = std::panic::catch_unwind(|| Grid::restore(grid_bytes, light.region()))
         .map_err(|_| "the emulator panicked on it")??;
-    if grid.fed() != light.pos() || grid.scrollback() != scrollback {
+    if grid.fed() != light.pos()
+        || grid.scrollback() != scrollback
+        || grid.alt_screen() != light.flags().alt_screen
+    {
         return Err("parts that do not agree");
     }
     Ok((light, grid))
