@@ -395,7 +395,16 @@ fn compact_history(grid: &AlacGrid<Cell>) -> Option<&super::history::History> {
 impl Grid {
     /// The grid's state as a checkpoint. The caller makes sure the parser is in its ground
     /// state.
+    #[cfg(test)]
     pub fn checkpoint(&mut self) -> Vec<u8> {
+        let mut w = Writer::default();
+        self.checkpoint_into(&mut w);
+        w.0
+    }
+
+    /// The checkpoint appended to `w` (the screen memory's checkpoint is the light
+    /// pass's part, then this: one buffer, no copy).
+    pub(crate) fn checkpoint_into(&mut self, w: &mut Writer) {
         self.finish_feed();
         let preceding = self.probe_preceding();
         let tabs = self.probe_tabs();
@@ -405,7 +414,6 @@ impl Grid {
         // state) with the last printed character put back, as a restored grid gets it.
         self.parser = alacritty_terminal::vte::ansi::Processor::new();
         self.set_preceding(preceding);
-        let mut w = Writer::default();
         w.var(self.cols() as u64);
         w.var(self.rows() as u64);
         w.var(self.scrollback as u64);
@@ -443,9 +451,9 @@ impl Grid {
         let history = compact_history(primary).map_or(primary.history_size(), |s| s.len());
         w.var(history as u64);
         let mut occupied = Vec::with_capacity(history + primary.screen_lines());
-        rows.put_grid(primary, history, &mut w, &mut occupied);
-        rows.put_cursor(&primary.cursor, &mut w);
-        rows.put_cursor(&primary.saved_cursor, &mut w);
+        rows.put_grid(primary, history, w, &mut occupied);
+        rows.put_cursor(&primary.cursor, w);
+        rows.put_cursor(&primary.saved_cursor, w);
         // Each row's occupied cells, and whether the last column has a tab stop (a checkpoint
         // of an older build ends before them).
         for n in occupied {
@@ -463,14 +471,13 @@ impl Grid {
         };
         if alt {
             let mut occupied = Vec::with_capacity(alternate.screen_lines());
-            rows.put_grid(alternate, 0, &mut w, &mut occupied);
+            rows.put_grid(alternate, 0, w, &mut occupied);
             for n in occupied {
                 w.var(n as u64);
             }
         }
-        rows.put_cursor(&alternate.cursor, &mut w);
-        rows.put_cursor(&alternate.saved_cursor, &mut w);
-        w.0
+        rows.put_cursor(&alternate.cursor, w);
+        rows.put_cursor(&alternate.saved_cursor, w);
     }
 
     /// Run `probe` with the cursor at the top left over two plain cells, ASCII charsets and
@@ -614,8 +621,8 @@ impl Grid {
         })
     }
 
-    /// A grid rebuilt from [`Grid::checkpoint`]'s bytes (`region`: the scroll region the
-    /// light pass carried, 1-based, if set).
+    /// A grid rebuilt from the bytes of a checkpoint (`Grid::checkpoint_into`; `region`: the
+    /// scroll region the light pass carried, 1-based, if set).
     pub fn restore(bytes: &[u8], region: Option<(u16, u16)>) -> Result<Grid, Bad> {
         let r = &mut Reader(bytes);
         let cols = r.upto(u16::MAX as u64)? as u16;

@@ -487,9 +487,11 @@ impl ScreenModel {
         let slice = {
             let mut d = lock(&self.drain);
             self.settle(&mut d, grid);
-            if d.pending.as_ref().is_some_and(|(at, _)| *at == grid.fed()) {
+            if let Some((_, light)) = d.pending.as_ref().filter(|(at, _)| *at == grid.fed()) {
+                let light = light.clone();
+                let last_len = d.store.as_ref().map_or(0, Store::checkpoint_len);
                 drop(d);
-                self.write_checkpoint(grid);
+                self.write_checkpoint(grid, light, last_len);
                 d = lock(&self.drain);
             }
             let fed = grid.fed();

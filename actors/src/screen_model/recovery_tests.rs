@@ -212,6 +212,39 @@ fn a_full_screen_program_is_checkpointed_at_the_default_cadence() {
     assert!(log < 256 * 1024, "the log still holds {log} bytes");
 }
 
+/// Checkpoints taken while the backlog wraps around the ring's end and holds a resize (where
+/// exactly depends on when the grid workers parse: `saved::tests` pins the log's pieces): a
+/// screen rebuilt from the last one equals the live one.
+#[test]
+fn a_checkpoint_over_a_wrapped_backlog_with_a_resize_rebuilds_exactly() {
+    let (m, _, _, g) = model();
+    m.keep_screen(g, Store::create(40, 5, 100).unwrap());
+    let mut i = 0;
+    let mut feed = |n: usize| {
+        let mut sent = 0;
+        while sent < n {
+            let line = format!("\x1b[3{}mline {i}\x1b[0m\t日本\r\n", i % 8).into_bytes();
+            i += 1;
+            sent += line.len();
+            m.drain(g, &line);
+        }
+        sent
+    };
+    feed(900 * 1024);
+    // Parsed: the ring's next bytes go in near its end.
+    drop(m.grid());
+    m.checkpoint_at(1024);
+    feed(2048);
+    m.resize(30, 7);
+    feed(200 * 1024);
+    drop(m.grid());
+    assert!(m.checkpointed());
+    let n = ScreenModel::new(Box::new(|_| {}));
+    let g2 = n.reset(80, 24, 10_000);
+    assert_eq!(n.recover(g2, m.screen_fd().unwrap()), Ok(100));
+    assert_eq!(fingerprint(&n.grid()), fingerprint(&m.grid()));
+}
+
 /// A store that cannot be trusted leaves the screen empty, the model usable.
 #[test]
 fn a_refused_store_changes_nothing() {

@@ -134,6 +134,16 @@ pub enum Record {
     Resize(u16, u16),
 }
 
+/// One record of the log a checkpoint starts ([`Store::checkpoint`]), borrowed: output in
+/// up to two parts (a ring's halves), or a resize.
+#[derive(Debug, Clone, Copy)]
+pub enum Piece<'a> {
+    /// Output the program wrote: the parts one after the other, as one record.
+    Output([&'a [u8]; 2]),
+    /// The terminal was resized here.
+    Resize(u16, u16),
+}
+
 /// What a store held when a new daemon opened it.
 #[derive(Debug)]
 pub struct Saved {
@@ -496,13 +506,13 @@ impl Store {
         rows: u16,
         scrollback: usize,
         blob: &[u8],
-        tail: &[Record],
+        tail: &[Piece],
     ) -> bool {
         let tail_len: usize = tail
             .iter()
             .map(|r| match r {
-                Record::Output(b) => 4 + b.len(),
-                Record::Resize(..) => 8,
+                Piece::Output([a, b]) => 4 + a.len() + b.len(),
+                Piece::Resize(..) => 8,
             })
             .sum();
         if self.lost
@@ -517,13 +527,24 @@ impl Store {
         self.bytes_mut(slot, blob.len()).copy_from_slice(blob);
         let mut at = slot + blob.len();
         for r in tail {
-            let (head, body): (u32, Vec<u8>) = match r {
-                Record::Output(b) => (b.len() as u32, b.clone()),
-                Record::Resize(c, r) => (RESIZE, [c.to_le_bytes(), r.to_le_bytes()].concat()),
-            };
-            self.bytes_mut(at, 4).copy_from_slice(&head.to_le_bytes());
-            self.bytes_mut(at + 4, body.len()).copy_from_slice(&body);
-            at += 4 + body.len();
+            match r {
+                Piece::Output(parts) => {
+                    let len = parts[0].len() + parts[1].len();
+                    self.bytes_mut(at, 4)
+                        .copy_from_slice(&(len as u32).to_le_bytes());
+                    at += 4;
+                    for p in parts {
+                        self.bytes_mut(at, p.len()).copy_from_slice(p);
+                        at += p.len();
+                    }
+                }
+                Piece::Resize(c, r) => {
+                    self.bytes_mut(at, 4).copy_from_slice(&RESIZE.to_le_bytes());
+                    self.bytes_mut(at + 4, 2).copy_from_slice(&c.to_le_bytes());
+                    self.bytes_mut(at + 6, 2).copy_from_slice(&r.to_le_bytes());
+                    at += 8;
+                }
+            }
         }
         let d = OFF_SLOTS + other * SLOT_DESC;
         let ckpt = (blob.len() as u64).to_le_bytes();
