@@ -161,13 +161,12 @@ fn checkpoints_are_taken() {
     assert!(recovered_equals_original(&steps, 100).unwrap());
 }
 
-/// At the default cadence, a program that redraws in place (no history: a small checkpoint)
-/// is checkpointed once its log passes 512 KiB, not left to grow to 2 MiB: the log is memory
-/// the session keeps for its life.
-#[test]
-fn a_redrawing_program_is_checkpointed_at_the_default_cadence() {
+/// After `before`, 700 KiB of a program redrawing five rows in place, at the default
+/// cadence: checkpointed, and the log left under 256 KiB. The model, to look at further.
+fn redraws_are_checkpointed(before: &[u8]) -> (Arc<ScreenModel>, u64) {
     let (m, _, _, g) = model();
     m.keep_screen(g, Store::create(40, 5, 100).unwrap());
+    m.drain(g, before);
     let frame: Vec<u8> = (1..=5)
         .flat_map(|r| format!("\x1b[{r};1H\x1b[3{r}mrow {r} of a redraw\x1b[0m\x1b[K").into_bytes())
         .collect();
@@ -175,7 +174,7 @@ fn a_redrawing_program_is_checkpointed_at_the_default_cadence() {
     while fed < 700 * 1024 {
         m.drain(g, &frame);
         fed += frame.len();
-        // The grid workers are not running here: parse where they would have.
+        // Parsed at least every 64 KiB, as the grid workers would (they may be sooner).
         if fed % (64 * 1024) < frame.len() {
             drop(m.grid());
         }
@@ -184,6 +183,15 @@ fn a_redrawing_program_is_checkpointed_at_the_default_cadence() {
     assert!(m.checkpointed(), "no checkpoint after {fed} bytes");
     let log = lock(&m.drain).store.as_ref().unwrap().log_len();
     assert!(log < 256 * 1024, "the log still holds {log} bytes");
+    (m, g)
+}
+
+/// At the default cadence, a program that redraws in place (no history: a small checkpoint)
+/// is checkpointed once its log passes 512 KiB, not left to grow to 2 MiB: the log is memory
+/// the session keeps for its life.
+#[test]
+fn a_redrawing_program_is_checkpointed_at_the_default_cadence() {
+    redraws_are_checkpointed(b"");
 }
 
 /// The same on the alternate screen, entered and left once before (a full-screen program
@@ -191,25 +199,8 @@ fn a_redrawing_program_is_checkpointed_at_the_default_cadence() {
 /// checkpointed again, and its log grew with every byte.
 #[test]
 fn a_full_screen_program_is_checkpointed_at_the_default_cadence() {
-    let (m, _, _, g) = model();
-    m.keep_screen(g, Store::create(40, 5, 100).unwrap());
-    m.drain(g, b"shell\r\n\x1b[?1049hless\x1b[?1049l$ \x1b[?1049h");
-    let frame: Vec<u8> = (1..=5)
-        .flat_map(|r| format!("\x1b[{r};1H\x1b[3{r}mrow {r} of a redraw\x1b[0m\x1b[K").into_bytes())
-        .collect();
-    let mut fed = 0;
-    while fed < 700 * 1024 {
-        m.drain(g, &frame);
-        fed += frame.len();
-        if fed % (64 * 1024) < frame.len() {
-            drop(m.grid());
-        }
-    }
-    drop(m.grid());
+    let (m, _) = redraws_are_checkpointed(b"shell\r\n\x1b[?1049hless\x1b[?1049l$ \x1b[?1049h");
     assert!(m.grid().alt_screen());
-    assert!(m.checkpointed(), "no checkpoint after {fed} bytes");
-    let log = lock(&m.drain).store.as_ref().unwrap().log_len();
-    assert!(log < 256 * 1024, "the log still holds {log} bytes");
 }
 
 /// Checkpoints taken while the backlog wraps around the ring's end and holds a resize (where
