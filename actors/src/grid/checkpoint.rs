@@ -285,7 +285,7 @@ impl RowWriter {
         // A history row gives the cells it holds (the rest are blank default cells), every
         // cell counted as used. Each row's occupied cells are read just before it is written
         // (the row is then in cache), and written after all the rows.
-        match compact_history(grid) {
+        match super::history::of(grid) {
             Some(store) => {
                 for back in (1..=history).rev() {
                     let mut held = std::mem::take(&mut self.held);
@@ -387,11 +387,6 @@ const CHARSETS: [CharsetIndex; 4] = [
     CharsetIndex::G3,
 ];
 
-/// `grid`'s compact history (`history.rs`), if it keeps one.
-fn compact_history(grid: &AlacGrid<Cell>) -> Option<&super::history::History> {
-    grid.history_sink.as_ref()?.as_any().downcast_ref()
-}
-
 impl Grid {
     /// The grid's state as a checkpoint. The caller makes sure the parser is in its ground
     /// state.
@@ -448,7 +443,7 @@ impl Grid {
         let alt = self.alt_screen();
         let mut rows = RowWriter::default();
         let primary = self.primary_grid_mut();
-        let history = compact_history(primary).map_or(primary.history_size(), |s| s.len());
+        let history = super::history::of(primary).map_or(primary.history_size(), |s| s.len());
         w.var(history as u64);
         let mut occupied = Vec::with_capacity(history + primary.screen_lines());
         rows.put_grid(primary, history, w, &mut occupied);
@@ -464,11 +459,7 @@ impl Grid {
         // while the alternate screen showed): whether it is on display, its rows and their
         // occupied cells if so, and its cursors either way (the saved one outlives a visit).
         w.u8(alt as u8);
-        let alternate = if alt {
-            self.term.grid_mut()
-        } else {
-            self.term.inactive_grid_mut()
-        };
+        let alternate = self.alternate_grid_mut();
         if alt {
             let mut occupied = Vec::with_capacity(alternate.screen_lines());
             rows.put_grid(alternate, 0, w, &mut occupied);
@@ -565,8 +556,8 @@ impl Grid {
         let blank = AlacGrid::new(rows, cols, 0);
         let saved = std::mem::replace(self.term.grid_mut(), blank);
         // The grid not on display is resized too: the primary screen behind an alternate one
-        // would reflow. A blank one stands in for it as well.
-        let hidden = std::mem::replace(self.term.inactive_grid_mut(), AlacGrid::new(rows, cols, 0));
+        // would reflow, a shelved alternate one's cursors move. A 1x1 grid stands in for it.
+        let hidden = std::mem::replace(self.term.inactive_grid_mut(), AlacGrid::new(1, 1, 0));
         let origin = self.term.mode().contains(TermMode::ORIGIN);
         self.parser.advance(&mut self.term, b"\x1b[?6h\x1b[1;1H");
         let top = self.term.grid().cursor.point.line.0 + 1;
@@ -717,8 +708,8 @@ impl Grid {
         if g.history() != history {
             return Err("history that does not restore");
         }
-        let cursor = rows.read_cursor(r, size_of(&g))?;
-        let saved_cursor = rows.read_cursor(r, size_of(&g))?;
+        let cursor = rows.read_cursor(r, cursor_room(&g))?;
+        let saved_cursor = rows.read_cursor(r, cursor_room(&g))?;
         let grid = g.term.grid_mut();
         grid.cursor = cursor;
         grid.saved_cursor = saved_cursor.clone();
@@ -751,13 +742,9 @@ impl Grid {
                 rows.read_grid(r, grid, 0)?;
                 read_occupied(r, grid, 0, 0)?;
             }
-            let cursor = rows.read_cursor(r, size_of(&g))?;
-            let saved_cursor = rows.read_cursor(r, size_of(&g))?;
-            let alternate = if alt {
-                g.term.grid_mut()
-            } else {
-                g.term.inactive_grid_mut()
-            };
+            let cursor = rows.read_cursor(r, cursor_room(&g))?;
+            let saved_cursor = rows.read_cursor(r, cursor_room(&g))?;
+            let alternate = g.alternate_grid_mut();
             alternate.cursor = cursor;
             alternate.saved_cursor = saved_cursor;
         } else if alt {
@@ -772,7 +759,7 @@ impl Grid {
 }
 
 /// The screen's size (where a cursor may be).
-fn size_of(g: &Grid) -> (usize, usize) {
+fn cursor_room(g: &Grid) -> (usize, usize) {
     (g.rows() as usize, g.cols() as usize)
 }
 

@@ -355,6 +355,11 @@ fn is_default(cell: &Cell) -> bool {
         && cell.bg == Color::Named(alacritty_terminal::vte::ansi::NamedColor::Background)
 }
 
+/// `grid`'s compact history, if it keeps one (the primary screen's grid does, in maxx).
+pub fn of(grid: &alacritty_terminal::grid::Grid<Cell>) -> Option<&History> {
+    grid.history_sink.as_ref()?.as_any().downcast_ref()
+}
+
 /// The history: at most `limit` rows, oldest first, `cols` wide.
 #[derive(Clone, Debug)]
 pub struct History {

@@ -446,8 +446,7 @@ impl Grid {
     /// The compact history, if this grid keeps one and the primary screen is on display
     /// (the alternate screen has no history).
     fn store(&self) -> Option<&history::History> {
-        let sink = self.term.grid().history_sink.as_ref()?;
-        sink.as_any().downcast_ref()
+        history::of(self.term.grid())
     }
 
     /// A blank terminal of the same size and history that continues at the same stream
@@ -730,6 +729,16 @@ impl Grid {
             self.term.inactive_grid_mut()
         } else {
             self.term.grid_mut()
+        }
+    }
+
+    /// The alternate screen's grid, on display or shelved behind the primary one (then a 1x1
+    /// grid that keeps its cursors: vendored alacritty's lazy alternate screen).
+    fn alternate_grid_mut(&mut self) -> &mut alacritty_terminal::grid::Grid<Cell> {
+        if self.alt_screen() {
+            self.term.grid_mut()
+        } else {
+            self.term.inactive_grid_mut()
         }
     }
 

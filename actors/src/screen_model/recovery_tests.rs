@@ -207,7 +207,7 @@ fn a_full_screen_program_is_checkpointed_at_the_default_cadence() {
 /// exactly depends on when the grid workers parse: `saved::tests` pins the log's pieces): a
 /// screen rebuilt from the last one equals the live one.
 #[test]
-fn a_checkpoint_over_a_wrapped_backlog_with_a_resize_rebuilds_exactly() {
+fn checkpoints_while_the_backlog_wraps_the_ring_rebuild_exactly() {
     let (m, _, _, g) = model();
     m.keep_screen(g, Store::create(40, 5, 100).unwrap());
     let mut i = 0;
