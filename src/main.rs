@@ -67,12 +67,16 @@ fn main() {
 }
 
 fn run(cli: Cli) -> i32 {
+    let Cli {
+        globals: cli,
+        command,
+    } = cli;
     let mut target = Target::resolve(cli.socket.as_ref());
     if cli.capabilities {
         println!("{}", views::json_text(&capabilities()));
         return exit::OK;
     }
-    let Some(command) = cli.command else {
+    let Some(command) = command else {
         // Bare `maxx`: its help, on stdout.
         let _ = cli::command().print_help();
         return exit::OK;

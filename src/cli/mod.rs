@@ -17,6 +17,7 @@
 mod admin;
 mod declare;
 mod human;
+mod narrow;
 mod screen;
 mod sessions;
 mod stream;
@@ -76,6 +77,17 @@ Exit codes: 0 ok/matched · 1 the daemon refused, or a wait ended unmatched · 2
 3 no daemon, host unreachable or partial fleet answer · 124 wait timed out"
 )]
 pub struct Cli {
+    #[command(flatten)]
+    pub globals: Globals,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+// The root command's flags (not a doc comment: a flattened struct's would be the root's
+// about). All but --capabilities and --json are accepted after any noun and verb too.
+#[derive(clap::Args, Debug)]
+pub struct Globals {
     /// The daemon's socket (its folder is the control dir). Default: $MAXX_CONTROL_DIR/control.sock,
     /// else /tmp/maxx-control-<uid>/control.sock.
     #[arg(long, global = true, value_name = "PATH")]
@@ -120,9 +132,6 @@ pub struct Cli {
     /// With --capabilities: accepted (its output is JSON).
     #[arg(long)]
     pub json: bool,
-
-    #[command(subcommand)]
-    pub command: Option<Command>,
 }
 
 // Parsed once per process: the size of the biggest variant does not matter.
@@ -239,9 +248,14 @@ pub fn command() -> clap::Command {
     Cli::command().mut_subcommands(with_json)
 }
 
-/// Parse a command line with [`command`].
+/// Parse a command line: the common ones on a grammar of just the verb they name
+/// ([`narrow`]), everything else — and anything that grammar refuses, so help, versions and
+/// errors — with the whole [`command`].
 pub fn parse(args: Vec<std::ffi::OsString>) -> Result<Cli, clap::Error> {
     use clap::FromArgMatches;
+    if let Some(cli) = narrow::parse(&args) {
+        return Ok(cli);
+    }
     let matches = command().try_get_matches_from(args)?;
     Cli::from_arg_matches(&matches)
 }
