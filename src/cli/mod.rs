@@ -233,19 +233,21 @@ pub fn command() -> clap::Command {
     use clap::CommandFactory;
     // Every command but the root (`maxx --json` alone is not a command); a noun too, for
     // its bare form (`maxx sessions --json` lists).
-    fn with_json(cmd: clap::Command) -> clap::Command {
-        let cmd = cmd.mut_subcommands(with_json);
-        if cmd.get_arguments().any(|a| a.get_long() == Some("json")) {
-            return cmd;
-        }
-        cmd.arg(
-            clap::Arg::new("json_output")
-                .long("json")
-                .action(clap::ArgAction::SetTrue)
-                .help("Accepted for scripts: the output is JSON already"),
-        )
-    }
     Cli::command().mut_subcommands(with_json)
+}
+
+/// A command and those under it, each with `--json` (a no-op) unless it has its own.
+fn with_json(cmd: clap::Command) -> clap::Command {
+    let cmd = cmd.mut_subcommands(with_json);
+    if cmd.get_arguments().any(|a| a.get_long() == Some("json")) {
+        return cmd;
+    }
+    cmd.arg(
+        clap::Arg::new("json_output")
+            .long("json")
+            .action(clap::ArgAction::SetTrue)
+            .help("Accepted for scripts: the output is JSON already"),
+    )
 }
 
 /// Parse a command line: the common ones on a grammar of just the verb they name

@@ -5,10 +5,10 @@
 //! looks at the arguments: ~0.5 ms of a CLI process's start, most of it first touches of
 //! memory and code, on every `maxx sessions create` a script runs. So [`parse`] finds the noun
 //! and verb first, with the root's flags skipped by what they are (not by a list of their
-//! own), and builds only those from the same derives. Anything it does not know, or that this
-//! grammar refuses — `--help`, the `--json` every command accepts (added to the whole tree),
-//! a typo — goes to the whole grammar, which parses it or reports it as before: this path
-//! gives a result only where the whole one would give the same (pinned by the tests below).
+//! own), and builds only those from the same derives (with the same `--json`). Anything it
+//! does not know, or that this grammar refuses — `--help`, a typo, a missing value — goes to
+//! the whole grammar, which parses it or reports it as before: this path gives a result only
+//! where the whole one would give the same (pinned by the tests below).
 
 use super::*;
 use clap::{Args, FromArgMatches};
@@ -24,7 +24,10 @@ pub(super) fn parse(args: &[OsString]) -> Option<Cli> {
         "event" => clap::Command::new("event").subcommand(event_verb(verb)?),
         _ => return None,
     };
-    let matches = root.subcommand(noun).try_get_matches_from(args).ok()?;
+    let matches = root
+        .subcommand(with_json(noun))
+        .try_get_matches_from(args)
+        .ok()?;
     Cli::from_arg_matches(&matches).ok()
 }
 
@@ -129,8 +132,8 @@ mod tests {
     }
 
     /// Every verb of the nouns this path serves is built here exactly as the whole grammar
-    /// builds it (its flags, their parsers, defaults, conflicts: the arguments' debug form),
-    /// and none is left out but the one without arguments.
+    /// builds it (its flags, `--json` among them, their parsers, defaults, conflicts: the
+    /// arguments' debug form), and none is left out but the one without arguments.
     #[test]
     fn each_verb_is_the_whole_grammars_verb() {
         let mut whole = command();
@@ -153,8 +156,9 @@ mod tests {
                     );
                     continue;
                 };
-                let mut root = Globals::augment_args(clap::Command::new("maxx"))
-                    .subcommand(clap::Command::new(noun).subcommand(alone.clone()));
+                let mut root = Globals::augment_args(clap::Command::new("maxx")).subcommand(
+                    with_json(clap::Command::new(noun).subcommand(alone.clone())),
+                );
                 root.build();
                 alone = root
                     .find_subcommand(noun)
@@ -163,7 +167,6 @@ mod tests {
                     .expect(name);
                 let shape = |c: &clap::Command| {
                     c.get_arguments()
-                        .filter(|a| a.get_id() != "json_output")
                         .map(|a| format!("{a:?}"))
                         .collect::<Vec<_>>()
                 };
@@ -192,12 +195,13 @@ mod tests {
             "maxx stream wait --group g --all exited --timeout 1h",
             "maxx event emit --session abcd --type t --json {}",
             "maxx sessions snapshot abcd --scrollback",
+            "maxx sessions list --json",
+            "maxx sessions watch abcd --json",
         ] {
             let fast = parse(&args(line)).unwrap_or_else(|| panic!("not taken: {line}"));
             assert_eq!(format!("{fast:?}"), whole(line), "{line}");
         }
         for line in [
-            "maxx sessions list --json",   // --json: the whole grammar's
             "maxx sessions create --help", // help
             "maxx sessions",               // no verb
             "maxx sessions register-current",
