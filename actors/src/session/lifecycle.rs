@@ -620,7 +620,10 @@ impl SessionState {
             self.attachers_changed();
             self.end_runs();
         }
-        self.broadcast(WatchLine::Lifecycle(Box::new(self.view.clone())));
+        if !self.watchers.is_empty() {
+            // The copy only for someone to send it to (a burst of exits has no watchers).
+            self.broadcast(WatchLine::Lifecycle(Box::new(self.view.clone())));
+        }
         if self.view.lifecycle.has_ended() {
             self.broadcast(WatchLine::End);
         }

@@ -133,7 +133,9 @@ impl SessionState {
                 entry: encoded,
             });
         }
-        self.broadcast(WatchLine::Event(Box::new(entry.clone())));
+        if !self.watchers.is_empty() {
+            self.broadcast(WatchLine::Event(Box::new(entry.clone())));
+        }
         let _ = self.bus.cast(BusMsg::Publish(Box::new(StreamEvent::audited(
             &entry,
             self.view.group.clone(),
