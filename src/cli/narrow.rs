@@ -22,6 +22,8 @@ pub(super) fn parse(args: &[OsString]) -> Option<Cli> {
         "sessions" => clap::Command::new("sessions").subcommand(sessions_verb(verb)?),
         "stream" => clap::Command::new("stream").subcommand(stream_verb(verb)?),
         "event" => clap::Command::new("event").subcommand(event_verb(verb)?),
+        // An agent host runs one at every turn.
+        "hook" => clap::Command::new("hook").subcommand(hook_verb(verb)?),
         _ => return None,
     };
     let matches = root
@@ -117,6 +119,12 @@ verbs!(event_verb:
     "emit" => EmitArgs,
 );
 
+verbs!(hook_verb:
+    "claude-code" => HookRunArgs,
+    "codex" => HookRunArgs,
+    "install" => HookInstallArgs,
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,14 +147,15 @@ mod tests {
         let mut whole = command();
         whole.build();
         let mut served = 0;
-        for noun in ["sessions", "stream", "event"] {
+        for noun in ["sessions", "stream", "event", "hook"] {
             let tree = whole.find_subcommand(noun).expect(noun);
             for full in tree.get_subcommands().filter(|v| v.get_name() != "help") {
                 let name = full.get_name();
                 let found = match noun {
                     "sessions" => sessions_verb(name),
                     "stream" => stream_verb(name),
-                    _ => event_verb(name),
+                    "event" => event_verb(name),
+                    _ => hook_verb(name),
                 };
                 let Some(mut alone) = found else {
                     assert_eq!(
@@ -197,6 +206,8 @@ mod tests {
             "maxx sessions snapshot abcd --scrollback",
             "maxx sessions list --json",
             "maxx sessions watch abcd --json",
+            "maxx hook claude-code --strict",
+            "maxx hook install codex --print",
         ] {
             let fast = parse(&args(line)).unwrap_or_else(|| panic!("not taken: {line}"));
             assert_eq!(format!("{fast:?}"), whole(line), "{line}");
