@@ -14,7 +14,7 @@
 
 use crate::maxx::{read_line, Daemon};
 use crate::tmux::Tmux;
-use crate::util::{median, mkfifo, mono_ns, wait_until, Summary, TempDir, R};
+use crate::util::{median, mkfifo, mono_ns, schedstat, wait_until, Summary, TempDir, R};
 use crate::{Cfg, Row};
 use serde_json::{json, Value};
 use std::io::Write;
@@ -127,6 +127,10 @@ struct One {
     after_last_ms: f64,
     after_trigger_ms: f64,
     exit_spread_ms: f64,
+    /// maxx only: the daemon's CPU time and run-queue wait from the trigger to the answer
+    /// (ms, all its threads): whether a slow answer was work or waiting for a core.
+    daemon_cpu_ms: f64,
+    daemon_wait_ms: f64,
 }
 
 fn maxx_once(cfg: &Cfg, n: usize, tag: &str) -> R<One> {
@@ -149,9 +153,11 @@ fn maxx_once(cfg: &Cfg, n: usize, tag: &str) -> R<One> {
         || c.stat("waiters").unwrap_or(0) >= 1,
     )?;
     std::thread::sleep(Duration::from_millis(100));
+    let before = schedstat(daemon.pid()).unwrap_or_default();
     let trig = s.trigger();
     let v = read_line(&mut wait)?;
     let ret = mono_ns();
+    let after = schedstat(daemon.pid()).unwrap_or_default();
     if v["ok"] != true || v["result"]["outcome"] != "matched" {
         return Err(format!("maxx stream.wait: {}", truncate(&v.to_string())).into());
     }
@@ -176,6 +182,8 @@ fn maxx_once(cfg: &Cfg, n: usize, tag: &str) -> R<One> {
         after_last_ms: (ret as f64 - last as f64) / 1e6,
         after_trigger_ms: (ret as f64 - trig as f64) / 1e6,
         exit_spread_ms: (last as f64 - first as f64) / 1e6,
+        daemon_cpu_ms: after.0.saturating_sub(before.0) as f64 / 1e6,
+        daemon_wait_ms: after.1.saturating_sub(before.1) as f64 / 1e6,
     })
 }
 
@@ -208,6 +216,8 @@ fn tmux_once(cfg: &Cfg, n: usize) -> R<One> {
         after_last_ms: (ret as f64 - last as f64) / 1e6,
         after_trigger_ms: (ret as f64 - trig as f64) / 1e6,
         exit_spread_ms: (last as f64 - first as f64) / 1e6,
+        daemon_cpu_ms: 0.0,
+        daemon_wait_ms: 0.0,
     })
 }
 
@@ -227,19 +237,22 @@ pub fn run(cfg: &Cfg) -> R<(Vec<Row>, Value)> {
         let runs = cfg.runs.unwrap_or(runs);
         let (mut m, mut mt, mut ms_, mut t, mut tt, mut ts, mut ratio) =
             (vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
+        let (mut cpu, mut waited) = (vec![], vec![]);
         for run in 0..runs {
             let started = Instant::now();
             let a = maxx_once(cfg, n, &format!("{n}-{run}"))?;
             let b = tmux_once(cfg, n)?;
             eprintln!(
-                "  group {n} run {run}: maxx {:.2} ms after last exit ({:.2} after trigger, exits spread {:.2}); tmux {:.2} ms ({:.2}, {:.2}) [{:.1}s]",
-                a.after_last_ms, a.after_trigger_ms, a.exit_spread_ms, b.after_last_ms, b.after_trigger_ms, b.exit_spread_ms,
+                "  group {n} run {run}: maxx {:.2} ms after last exit ({:.2} after trigger, exits spread {:.2}; daemon CPU {:.1} ms, run-queue wait {:.1} ms); tmux {:.2} ms ({:.2}, {:.2}) [{:.1}s]",
+                a.after_last_ms, a.after_trigger_ms, a.exit_spread_ms, a.daemon_cpu_ms, a.daemon_wait_ms, b.after_last_ms, b.after_trigger_ms, b.exit_spread_ms,
                 started.elapsed().as_secs_f64()
             );
             ratio.push(a.after_last_ms / b.after_last_ms);
             m.push(a.after_last_ms);
             mt.push(a.after_trigger_ms);
             ms_.push(a.exit_spread_ms);
+            cpu.push(a.daemon_cpu_ms);
+            waited.push(a.daemon_wait_ms);
             t.push(b.after_last_ms);
             tt.push(b.after_trigger_ms);
             ts.push(b.exit_spread_ms);
@@ -269,6 +282,9 @@ pub fn run(cfg: &Cfg) -> R<(Vec<Row>, Value)> {
                 "maxx_after_last_exit_ms": j(&m), "maxx_after_trigger_ms": j(&mt), "maxx_exit_spread_ms": j(&ms_),
                 "tmux_after_last_exit_ms": j(&t), "tmux_after_trigger_ms": j(&tt), "tmux_exit_spread_ms": j(&ts),
                 "ratio_maxx_over_tmux": j(&ratio),
+                "maxx_daemon_cpu_ms": j(&cpu), "maxx_daemon_runqueue_wait_ms": j(&waited),
+                "maxx_after_last_exit_ms_each": m, "maxx_daemon_cpu_ms_each": cpu,
+                "maxx_daemon_runqueue_wait_ms_each": waited,
             }),
         );
     }

@@ -154,6 +154,24 @@ pub fn rss_kib(pid: u32) -> Option<u64> {
 }
 
 /// Threads of a process.
+/// A process's time on a CPU and waiting for one (run queue), ns, summed over its threads
+/// (`/proc/PID/task/*/schedstat`: threads that ended in between are not counted).
+pub fn schedstat(pid: u32) -> Option<(u64, u64)> {
+    let mut on_cpu = 0;
+    let mut waiting = 0;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).ok()? {
+        let Ok(text) = std::fs::read_to_string(task.ok()?.path().join("schedstat")) else {
+            continue;
+        };
+        let mut fields = text
+            .split_whitespace()
+            .map(|f| f.parse::<u64>().unwrap_or(0));
+        on_cpu += fields.next().unwrap_or(0);
+        waiting += fields.next().unwrap_or(0);
+    }
+    Some((on_cpu, waiting))
+}
+
 pub fn threads(pid: u32) -> Option<u64> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     s.lines()
