@@ -18,7 +18,7 @@
 use crate::bare::{self, Bare};
 use crate::maxx::{Daemon, READER};
 use crate::tmux::Tmux;
-use crate::util::{mkfifo, rss_kib, Rng, Summary, TempDir, R};
+use crate::util::{ctxt_switches, mkfifo, rss_kib, Rng, Summary, TempDir, R};
 use crate::{Cfg, Row};
 use serde_json::{json, Value};
 use std::io::Write;
@@ -327,7 +327,22 @@ struct Side {
     ticks_kept: f64,
     history_lines: f64,
     setup_s: f64,
+    /// Over the plain window, per redraw the programs were to make (N x HZ a second): the
+    /// daemon's (server's) voluntary context switches (each a sleep and a wake-up) and
+    /// preemptions, all threads.
+    sleeps_per_redraw: f64,
+    preemptions_per_redraw: f64,
     extra: Value,
+}
+
+impl Side {
+    /// Context switches since `before` (taken at the window's start), per redraw.
+    fn switches(&mut self, before: (u64, u64), pid: u32, n: usize, window: Duration) {
+        let after = ctxt_switches(pid).unwrap_or_default();
+        let redraws = n as f64 * HZ as f64 * window.as_secs_f64();
+        self.sleeps_per_redraw = after.0.saturating_sub(before.0) as f64 / redraws;
+        self.preemptions_per_redraw = after.1.saturating_sub(before.1) as f64 / redraws;
+    }
 }
 
 fn per_min(cpu: f64, n: usize, secs: f64) -> f64 {
@@ -427,7 +442,9 @@ fn maxx_side(cfg: &Cfg, n: usize, warm: Duration, win: Duration) -> R<Side> {
         cpu_sum(&pids),
     );
     let t = Instant::now();
+    let switches = ctxt_switches(pid).unwrap_or_default();
     side.mem_series = plain_window(pid, win, side.rss_idle_kib, n);
+    side.switches(switches, pid, n, t.elapsed());
     let secs = t.elapsed().as_secs_f64();
     let (d1, k1, p1) = (
         cpu_s(pid).unwrap_or(0.0),
@@ -567,7 +584,9 @@ fn tmux_side(cfg: &Cfg, n: usize, warm: Duration, win: Duration) -> R<Side> {
 
     let (s0, p0) = (cpu_s(pid).unwrap_or(0.0), cpu_sum(&pids));
     let t = Instant::now();
+    let switches = ctxt_switches(pid).unwrap_or_default();
     side.mem_series = plain_window(pid, win, side.rss_idle_kib, n);
+    side.switches(switches, pid, n, t.elapsed());
     let secs = t.elapsed().as_secs_f64();
     let (s1, p1) = (cpu_s(pid).unwrap_or(0.0), cpu_sum(&pids));
     side.cpu_plain = per_min(s1 - s0, n, secs);
@@ -687,6 +706,8 @@ fn side_json(s: &Side) -> Value {
         "ticks_kept": r(s.ticks_kept),
         "history_lines_first_session": s.history_lines,
         "setup_s": r(s.setup_s),
+        "sleeps_per_redraw_plain": r(s.sleeps_per_redraw),
+        "preemptions_per_redraw_plain": r(s.preemptions_per_redraw),
         "extra": s.extra,
     })
 }
@@ -716,8 +737,9 @@ pub fn run(cfg: &Cfg) -> R<(Vec<Row>, Value)> {
             let a = maxx_side(cfg, n, warm, win)?;
             let b = tmux_side(cfg, n, warm, win)?;
             eprintln!(
-                "  fleet {n} run {run}: CPU s/session/min plain maxx {:.4} tmux {:.4}, watched maxx {:.4} tmux {:.4}; KiB/session maxx {:.0} tmux {:.0}; ticks kept maxx {:.2} tmux {:.2}; programs {:.2}/{:.2} cores",
-                a.cpu_plain, b.cpu_plain, a.cpu_watched, b.cpu_watched, a.mem_per_session_kib, b.mem_per_session_kib, a.ticks_kept, b.ticks_kept, a.programs_cores, b.programs_cores
+                "  fleet {n} run {run}: CPU s/session/min plain maxx {:.4} tmux {:.4}, watched maxx {:.4} tmux {:.4}; KiB/session maxx {:.0} tmux {:.0}; ticks kept maxx {:.2} tmux {:.2}; programs {:.2}/{:.2} cores; per redraw, sleeps maxx {:.3} tmux {:.3}, preemptions maxx {:.3} tmux {:.3}",
+                a.cpu_plain, b.cpu_plain, a.cpu_watched, b.cpu_watched, a.mem_per_session_kib, b.mem_per_session_kib, a.ticks_kept, b.ticks_kept, a.programs_cores, b.programs_cores,
+                a.sleeps_per_redraw, b.sleeps_per_redraw, a.preemptions_per_redraw, b.preemptions_per_redraw
             );
             mp.push(a.cpu_plain);
             mw.push(a.cpu_watched);

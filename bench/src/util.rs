@@ -172,6 +172,26 @@ pub fn schedstat(pid: u32) -> Option<(u64, u64)> {
     Some((on_cpu, waiting))
 }
 
+/// A process's context switches, voluntary (it slept: each is a later wake-up) and not
+/// (preempted), summed over its threads (`/proc/PID/task/*/status`).
+pub fn ctxt_switches(pid: u32) -> Option<(u64, u64)> {
+    let (mut voluntary, mut preempted) = (0, 0);
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).ok()? {
+        let Ok(text) = std::fs::read_to_string(task.ok()?.path().join("status")) else {
+            continue;
+        };
+        for line in text.lines() {
+            let count = |l: &str| l.split_whitespace().nth(1)?.parse::<u64>().ok();
+            if line.starts_with("voluntary_ctxt_switches:") {
+                voluntary += count(line).unwrap_or(0);
+            } else if line.starts_with("nonvoluntary_ctxt_switches:") {
+                preempted += count(line).unwrap_or(0);
+            }
+        }
+    }
+    Some((voluntary, preempted))
+}
+
 pub fn threads(pid: u32) -> Option<u64> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     s.lines()
