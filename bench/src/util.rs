@@ -154,42 +154,46 @@ pub fn rss_kib(pid: u32) -> Option<u64> {
 }
 
 /// Threads of a process.
+/// Each of a process's threads' `/proc/PID/task/TID/FILE`, as text (threads that end
+/// meanwhile are skipped).
+fn per_thread(pid: u32, file: &str) -> Option<Vec<String>> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    Some(
+        tasks
+            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join(file)).ok())
+            .collect(),
+    )
+}
+
 /// A process's time on a CPU and waiting for one (run queue), ns, summed over its threads
-/// (`/proc/PID/task/*/schedstat`: threads that ended in between are not counted).
+/// (`schedstat`).
 pub fn schedstat(pid: u32) -> Option<(u64, u64)> {
-    let mut on_cpu = 0;
-    let mut waiting = 0;
-    for task in std::fs::read_dir(format!("/proc/{pid}/task")).ok()? {
-        let Ok(text) = std::fs::read_to_string(task.ok()?.path().join("schedstat")) else {
-            continue;
-        };
+    let mut sum = (0, 0);
+    for text in per_thread(pid, "schedstat")? {
         let mut fields = text
             .split_whitespace()
             .map(|f| f.parse::<u64>().unwrap_or(0));
-        on_cpu += fields.next().unwrap_or(0);
-        waiting += fields.next().unwrap_or(0);
+        sum.0 += fields.next().unwrap_or(0);
+        sum.1 += fields.next().unwrap_or(0);
     }
-    Some((on_cpu, waiting))
+    Some(sum)
 }
 
 /// A process's context switches, voluntary (it slept: each is a later wake-up) and not
-/// (preempted), summed over its threads (`/proc/PID/task/*/status`).
+/// (preempted), summed over its threads (`status`).
 pub fn ctxt_switches(pid: u32) -> Option<(u64, u64)> {
-    let (mut voluntary, mut preempted) = (0, 0);
-    for task in std::fs::read_dir(format!("/proc/{pid}/task")).ok()? {
-        let Ok(text) = std::fs::read_to_string(task.ok()?.path().join("status")) else {
-            continue;
-        };
+    let mut sum = (0, 0);
+    for text in per_thread(pid, "status")? {
         for line in text.lines() {
-            let count = |l: &str| l.split_whitespace().nth(1)?.parse::<u64>().ok();
+            let count = || line.split_whitespace().nth(1)?.parse::<u64>().ok();
             if line.starts_with("voluntary_ctxt_switches:") {
-                voluntary += count(line).unwrap_or(0);
+                sum.0 += count().unwrap_or(0);
             } else if line.starts_with("nonvoluntary_ctxt_switches:") {
-                preempted += count(line).unwrap_or(0);
+                sum.1 += count().unwrap_or(0);
             }
         }
     }
-    Some((voluntary, preempted))
+    Some(sum)
 }
 
 pub fn threads(pid: u32) -> Option<u64> {

@@ -620,12 +620,9 @@ impl SessionState {
             self.attachers_changed();
             self.end_runs();
         }
-        if !self.watchers.is_empty() {
-            // The copy only for someone to send it to (a burst of exits has no watchers).
-            self.broadcast(WatchLine::Lifecycle(Box::new(self.view.clone())));
-        }
+        self.broadcast(|s| WatchLine::Lifecycle(Box::new(s.view.clone())));
         if self.view.lifecycle.has_ended() {
-            self.broadcast(WatchLine::End);
+            self.broadcast(|_| WatchLine::End);
         }
     }
 

@@ -133,9 +133,7 @@ impl SessionState {
                 entry: encoded,
             });
         }
-        if !self.watchers.is_empty() {
-            self.broadcast(WatchLine::Event(Box::new(entry.clone())));
-        }
+        self.broadcast(|_| WatchLine::Event(Box::new(entry.clone())));
         let _ = self.bus.cast(BusMsg::Publish(Box::new(StreamEvent::audited(
             &entry,
             self.view.group.clone(),

@@ -38,11 +38,13 @@ impl SessionState {
     }
 
     /// Send a line to every watcher; a watcher that is gone or too far behind is dropped
-    /// (its stream then ends with reason `dropped`).
-    pub(super) fn broadcast(&mut self, line: WatchLine) {
+    /// (its stream then ends with reason `dropped`). The line is made only if there is a
+    /// watcher (a burst of exits has none, and a line copies the whole view).
+    pub(super) fn broadcast(&mut self, line: impl FnOnce(&Self) -> WatchLine) {
         if self.watchers.is_empty() {
             return;
         }
+        let line = line(self);
         let before = self.watchers.len();
         let end = matches!(line, WatchLine::End);
         self.watchers
