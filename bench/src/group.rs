@@ -12,11 +12,13 @@
 //! session counts `%window-close` notifications (windows close when their pane's process
 //! exits, remain-on-exit off) until all N have closed.
 
+use crate::exit_trace::ExitTrace;
 use crate::maxx::{read_line, Daemon};
 use crate::tmux::Tmux;
 use crate::util::{median, mkfifo, mono_ns, schedstat, wait_until, Summary, TempDir, R};
 use crate::{Cfg, Row};
 use serde_json::{json, Value};
+use std::collections::HashSet;
 use std::io::Write;
 use std::os::fd::OwnedFd;
 use std::path::Path;
@@ -131,6 +133,49 @@ struct One {
     /// (ms, all its threads): whether a slow answer was work or waiting for a core.
     daemon_cpu_ms: f64,
     daemon_wait_ms: f64,
+    /// The last exit as the kernel made it (the parent's last SIGCHLD, [`ExitTrace`]): how
+    /// long after the last stamp it came, and the answer's time after it. `None` without a
+    /// writable tracefs.
+    kernel_exit: Option<KernelExit>,
+}
+
+#[derive(Clone, Copy)]
+struct KernelExit {
+    last_after_last_stamp_ms: f64,
+    answer_after_ms: f64,
+}
+
+/// Start tracing exits, or say once why not.
+fn trace() -> Option<ExitTrace> {
+    ExitTrace::start()
+        .map_err(|e| {
+            static SAID: std::sync::Once = std::sync::Once::new();
+            SAID.call_once(|| eprintln!("  group: no kernel exit times ({e})"));
+        })
+        .ok()
+}
+
+/// The figures of a finished trace: `None` unless it saw every member's exit.
+fn kernel_exit(
+    trace: Option<ExitTrace>,
+    members: &HashSet<u32>,
+    last_stamp: u64,
+    ret: u64,
+) -> Option<KernelExit> {
+    let n = members.len();
+    let times = trace?.finish(members);
+    if times.len() != n {
+        eprintln!(
+            "  group: the kernel trace saw {} of {n} exits; left out",
+            times.len()
+        );
+        return None;
+    }
+    let last = *times.last()?;
+    Some(KernelExit {
+        last_after_last_stamp_ms: (last as f64 - last_stamp as f64) / 1e6,
+        answer_after_ms: (ret as f64 - last as f64) / 1e6,
+    })
 }
 
 fn maxx_once(cfg: &Cfg, n: usize, tag: &str) -> R<One> {
@@ -152,6 +197,13 @@ fn maxx_once(cfg: &Cfg, n: usize, tag: &str) -> R<One> {
         Duration::from_millis(1),
         || c.stat("waiters").unwrap_or(0) >= 1,
     )?;
+    let members: HashSet<u32> = c.call("sessions.list", json!({"group": group}))?["sessions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v["pid"].as_u64().map(|p| p as u32))
+        .collect();
+    let exits = trace();
     std::thread::sleep(Duration::from_millis(100));
     let before = schedstat(daemon.pid()).unwrap_or_default();
     let trig = s.trigger();
@@ -184,6 +236,7 @@ fn maxx_once(cfg: &Cfg, n: usize, tag: &str) -> R<One> {
         exit_spread_ms: (last as f64 - first as f64) / 1e6,
         daemon_cpu_ms: after.0.saturating_sub(before.0) as f64 / 1e6,
         daemon_wait_ms: after.1.saturating_sub(before.1) as f64 / 1e6,
+        kernel_exit: kernel_exit(exits, &members, last, ret),
     })
 }
 
@@ -191,10 +244,14 @@ fn tmux_once(cfg: &Cfg, n: usize) -> R<One> {
     let tmux = Tmux::start("bench", 80, 24)?;
     let mut ctl = tmux.control("bench")?;
     let mut s = setup(&cfg.me)?;
+    let keeper = pane_pids(&tmux)?;
     for _ in 0..n {
         ctl.cmd(&format!("new-window -d -t bench: \"{}\"", s.cmd))?;
     }
     s.wait_ready(n)?;
+    // The session's first window (the one keeping it alive) does not exit.
+    let members: HashSet<u32> = pane_pids(&tmux)?.difference(&keeper).copied().collect();
+    let exits = trace();
     std::thread::sleep(Duration::from_millis(100));
     // Drain queued notifications (window-add etc.) before the trigger.
     let _ = ctl.cmd("display-message -p x")?;
@@ -218,7 +275,17 @@ fn tmux_once(cfg: &Cfg, n: usize) -> R<One> {
         exit_spread_ms: (last as f64 - first as f64) / 1e6,
         daemon_cpu_ms: 0.0,
         daemon_wait_ms: 0.0,
+        kernel_exit: kernel_exit(exits, &members, last, ret),
     })
+}
+
+/// The pids of every pane of the bench session.
+fn pane_pids(tmux: &Tmux) -> R<HashSet<u32>> {
+    Ok(tmux
+        .run(&["list-panes", "-s", "-t", "bench", "-F", "#{pane_pid}"])?
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect())
 }
 
 fn truncate(s: &str) -> String {
@@ -238,6 +305,9 @@ pub fn run(cfg: &Cfg) -> R<(Vec<Row>, Value)> {
         let (mut m, mut mt, mut ms_, mut t, mut tt, mut ts, mut ratio) =
             (vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
         let (mut cpu, mut waited) = (vec![], vec![]);
+        // The same two figures measured from the kernel's last exit (every run, or none).
+        let (mut mk, mut tk, mut mk_lag, mut tk_lag) = (vec![], vec![], vec![], vec![]);
+        let mut traced = true;
         for run in 0..runs {
             let started = Instant::now();
             let a = maxx_once(cfg, n, &format!("{n}-{run}"))?;
@@ -256,6 +326,19 @@ pub fn run(cfg: &Cfg) -> R<(Vec<Row>, Value)> {
             t.push(b.after_last_ms);
             tt.push(b.after_trigger_ms);
             ts.push(b.exit_spread_ms);
+            match (a.kernel_exit, b.kernel_exit) {
+                (Some(ka), Some(kb)) => {
+                    eprintln!(
+                        "    after the kernel's last exit: maxx {:.2} ms, tmux {:.2} ms (the kernel's last exit {:.2} / {:.2} ms after the last stamp)",
+                        ka.answer_after_ms, kb.answer_after_ms, ka.last_after_last_stamp_ms, kb.last_after_last_stamp_ms
+                    );
+                    mk.push(ka.answer_after_ms);
+                    tk.push(kb.answer_after_ms);
+                    mk_lag.push(ka.last_after_last_stamp_ms);
+                    tk_lag.push(kb.last_after_last_stamp_ms);
+                }
+                _ => traced = false,
+            }
         }
         let limit = if n <= 100 { 2.0 } else { 10.0 };
         rows.push(
@@ -274,6 +357,23 @@ pub fn run(cfg: &Cfg) -> R<(Vec<Row>, Value)> {
                 median(&tt)
             )),
         );
+        if traced {
+            rows.push(
+                Row::new(
+                    "group",
+                    &format!("stream wait --all exited, {n} exit at once: after the kernel's last exit"),
+                    "ms",
+                )
+                .maxx(Summary::of(&mk))
+                .tmux(Summary::of(&tk))
+                .target(target, Summary::of(&mk).map(|x| x.med <= limit))
+                .note(format!(
+                    "the last exit as the kernel made it (the parent's last SIGCHLD, tracefs): med {:.2} ms (max {:.2}) after the last member's stamp in maxx's runs",
+                    median(&mk_lag),
+                    mk_lag.iter().cloned().fold(0.0, f64::max)
+                )),
+            );
+        }
         let j = |v: &Vec<f64>| Summary::of(v).map(|x| x.json());
         detail.insert(
             format!("members_{n}"),
@@ -285,6 +385,12 @@ pub fn run(cfg: &Cfg) -> R<(Vec<Row>, Value)> {
                 "maxx_daemon_cpu_ms": j(&cpu), "maxx_daemon_runqueue_wait_ms": j(&waited),
                 "maxx_after_last_exit_ms_each": m, "maxx_daemon_cpu_ms_each": cpu,
                 "maxx_daemon_runqueue_wait_ms_each": waited,
+                "kernel_exit_traced": traced,
+                "maxx_after_kernel_last_exit_ms": traced.then(|| j(&mk)),
+                "tmux_after_kernel_last_exit_ms": traced.then(|| j(&tk)),
+                "maxx_after_kernel_last_exit_ms_each": traced.then_some(&mk),
+                "maxx_kernel_last_exit_after_last_stamp_ms_each": traced.then_some(&mk_lag),
+                "tmux_kernel_last_exit_after_last_stamp_ms_each": traced.then_some(&tk_lag),
             }),
         );
     }

@@ -9,6 +9,7 @@
 mod bare;
 mod diag;
 mod durable;
+mod exit_trace;
 mod fanout;
 mod fleet;
 mod group;
