@@ -631,27 +631,20 @@ impl SessionState {
     pub(super) fn child_exited(&mut self, myself: &ActorRef<SessionMsg>) {
         let Some(pty) = self.pty.as_mut() else { return };
         let Some(exit) = pty.reap() else { return };
-        let payload = match exit {
-            ExitInfo::Code(code) => {
-                self.view.exit_code = Some(code);
-                serde_json::json!({ "exit_code": code })
-            }
-            ExitInfo::Signal(sig) => {
-                let p = serde_json::json!({ "exit_signal": sig });
-                self.view.exit_signal = Some(sig);
-                p
-            }
+        match &exit {
+            ExitInfo::Code(code) => self.view.exit_code = Some(*code),
+            ExitInfo::Signal(sig) => self.view.exit_signal = Some(sig.clone()),
             // Neither field is set: nobody could observe how it ended.
-            ExitInfo::Unknown => serde_json::json!({ "exit_status": "unknown" }),
-        };
-        self.last_exit = Some(payload.clone());
+            ExitInfo::Unknown => {}
+        }
+        let mut payload = exit_payload(&exit);
+        self.last_exit = Some(exit);
         self.view.pid = None;
         if self.view.lifecycle == Lifecycle::Running {
             // Decide before anyone sees `exited`: a session its policy will restart
             // goes straight to `backoff`, and its `exited` event says so, so streams
             // following the session do not end on it.
             let decision = self.restart_decision();
-            let mut payload = payload;
             if matches!(decision, RestartDecision::Restart(_)) {
                 payload["restart_pending"] = Value::Bool(true);
             }
@@ -687,5 +680,15 @@ impl SessionState {
             self.touch();
             self.publish();
         }
+    }
+}
+
+/// How a run ended, as the payload of its `exited` event (and of the `restarted` event an
+/// automatic restart after it makes).
+pub(super) fn exit_payload(exit: &ExitInfo) -> Value {
+    match exit {
+        ExitInfo::Code(code) => serde_json::json!({ "exit_code": code }),
+        ExitInfo::Signal(sig) => serde_json::json!({ "exit_signal": sig }),
+        ExitInfo::Unknown => serde_json::json!({ "exit_status": "unknown" }),
     }
 }

@@ -360,8 +360,8 @@ pub struct SessionState {
     /// A caller interrupted this run: its exit is not a crash, the restart policy does not
     /// fire.
     restart_suppressed: bool,
-    /// The last exit status, as the payload of a `restarted` event it triggers.
-    last_exit: Option<Value>,
+    /// The last exit status, for the payload of a `restarted` event it triggers.
+    last_exit: Option<crate::pty::ExitInfo>,
     /// Secret proof for `register-current`; exported to the child only.
     registration_token: String,
     /// Append-only audit log (never trimmed in memory), kept encoded.
@@ -484,7 +484,10 @@ impl SessionActor {
                 {
                     let attempt = state.restart_times.len() as u32 + 1;
                     state.restart_times.push_back(std::time::Instant::now());
-                    let mut trigger = state.last_exit.clone().unwrap_or(Value::Null);
+                    let mut trigger = state
+                        .last_exit
+                        .as_ref()
+                        .map_or(Value::Null, lifecycle::exit_payload);
                     trigger["automatic"] = Value::Bool(true);
                     trigger["attempt"] = attempt.into();
                     if let Err(e) = state.restart(&myself, None, Some(trigger)) {
