@@ -292,3 +292,53 @@ fn a_program_that_exits_having_printed_nothing_makes_no_screen_memory() {
     // The one that printed has its memory (the count can see one); the silent ones none.
     assert_eq!(screen_memories(&d), 1);
 }
+
+/// A burst of exits where half the programs print their last words as they exit and half
+/// print nothing: every final screen has its last words (a hang-up that comes with output is
+/// read to the end), and the silent ones make no screen memory (a hang-up alone is not read).
+#[test]
+fn last_words_at_a_burst_of_exits_are_all_on_their_screens() {
+    const N: usize = 120;
+    let d = Daemon::start();
+    let fifo = d.tmp.path().join("release");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    // Held open until the end, so lines written before a late member opens it wait for it.
+    let gate = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&fifo)
+        .unwrap();
+    let fifo = fifo.display();
+    let ids: Vec<String> = (0..N)
+        .map(|i| {
+            let last = if i % 2 == 0 {
+                format!("exec printf 'last-words-{i}.'")
+            } else {
+                "exit 0".to_string()
+            };
+            sid(&d.create(json!({
+                // Opened read-write: the open never blocks, and each `read` takes one line.
+                "command": format!("read x <> {fifo}; {last}"),
+                "group": "burst", "focus": false,
+            })))
+        })
+        .collect();
+    // One line for each member: those waiting in `read` all go at once.
+    use std::io::Write;
+    (&gate).write_all(&[b'\n'; N]).unwrap();
+    let answer = d.ok(
+        "stream.wait",
+        json!({"group": "burst", "all": "exited", "timeout": 60}),
+    );
+    assert_eq!(answer["outcome"], "matched");
+    for (i, id) in ids.iter().enumerate().step_by(2) {
+        let words = format!("last-words-{i}.");
+        assert!(text(&d, id).contains(&words), "{id} lost {words:?}");
+    }
+    assert_eq!(screen_memories(&d), N / 2);
+    drop(gate);
+}
