@@ -133,7 +133,7 @@ struct One {
     /// (ms, all its threads): whether a slow answer was work or waiting for a core.
     daemon_cpu_ms: f64,
     daemon_wait_ms: f64,
-    /// The last exit as the kernel made it (the parent's last SIGCHLD, [`ExitTrace`]): how
+    /// The last exit as the kernel made it (the last member's SIGCHLD, [`ExitTrace`]): how
     /// long after the last stamp it came, and the answer's time after it. `None` without a
     /// writable tracefs.
     kernel_exit: Option<KernelExit>,
@@ -341,38 +341,31 @@ pub fn run(cfg: &Cfg) -> R<(Vec<Row>, Value)> {
             }
         }
         let limit = if n <= 100 { 2.0 } else { 10.0 };
-        rows.push(
+        let row = |what: &str, maxx: &[f64], tmux: &[f64]| {
             Row::new(
                 "group",
-                &format!("stream wait --all exited, {n} exit at once: after last exit"),
+                &format!("stream wait --all exited, {n} exit at once: {what}"),
                 "ms",
             )
-            .maxx(Summary::of(&m))
-            .tmux(Summary::of(&t))
-            .ratio("maxx/tmux", Summary::of(&ratio))
-            .target(target, Summary::of(&m).map(|x| x.med <= limit))
-            .note(format!(
-                "after trigger: maxx med {:.1} ms, tmux med {:.1} ms; no exit missed",
-                median(&mt),
-                median(&tt)
-            )),
+            .maxx(Summary::of(maxx))
+            .tmux(Summary::of(tmux))
+            .target(target, Summary::of(maxx).map(|x| x.med <= limit))
+        };
+        rows.push(
+            row("after last exit", &m, &t)
+                .ratio("maxx/tmux", Summary::of(&ratio))
+                .note(format!(
+                    "after trigger: maxx med {:.1} ms, tmux med {:.1} ms; no exit missed",
+                    median(&mt),
+                    median(&tt)
+                )),
         );
         if traced {
-            rows.push(
-                Row::new(
-                    "group",
-                    &format!("stream wait --all exited, {n} exit at once: after the kernel's last exit"),
-                    "ms",
-                )
-                .maxx(Summary::of(&mk))
-                .tmux(Summary::of(&tk))
-                .target(target, Summary::of(&mk).map(|x| x.med <= limit))
-                .note(format!(
-                    "the last exit as the kernel made it (the parent's last SIGCHLD, tracefs): med {:.2} ms (max {:.2}) after the last member's stamp in maxx's runs",
-                    median(&mk_lag),
-                    mk_lag.iter().cloned().fold(0.0, f64::max)
-                )),
-            );
+            rows.push(row("after the kernel's last exit", &mk, &tk).note(format!(
+                "the last exit as the kernel made it (the members' SIGCHLDs, tracefs): med {:.2} ms (max {:.2}) after the last member's stamp in maxx's runs",
+                median(&mk_lag),
+                mk_lag.iter().cloned().fold(0.0, f64::max)
+            )));
         }
         let j = |v: &Vec<f64>| Summary::of(v).map(|x| x.json());
         detail.insert(
