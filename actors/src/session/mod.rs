@@ -547,13 +547,18 @@ impl SessionActor {
             SessionMsg::Watch { lines, reply } => {
                 state.next_id += 1;
                 let id = state.next_id;
-                if reply.send((id, state.view.clone())).is_ok() {
-                    if state.view.lifecycle.has_ended() {
-                        let _ = lines.try_send(WatchLine::End);
-                    } else {
-                        state.watchers.push(Watcher { id, lines });
-                        Stats::add(&state.spawn.stats.watchers, 1);
-                    }
+                let ended = state.view.lifecycle.has_ended();
+                // Counted before the answer goes: a caller holding its snapshot finds its
+                // watch in `daemon.stats` (counted after, a preempted actor was seen to let
+                // the caller look first).
+                let counted = if ended { 0 } else { 1 };
+                Stats::add(&state.spawn.stats.watchers, counted);
+                if reply.send((id, state.view.clone())).is_err() {
+                    Stats::add(&state.spawn.stats.watchers, -counted);
+                } else if ended {
+                    let _ = lines.try_send(WatchLine::End);
+                } else {
+                    state.watchers.push(Watcher { id, lines });
                 }
             }
             SessionMsg::Run {
