@@ -11,6 +11,11 @@
 //! this run's own (the system's trace buffer is not touched) on the `mono` clock, the one
 //! [`crate::util::mono_ns`] reads.
 //!
+//! Beside the exits it records the `waitid` calls that ask about a member (the daemon's reap;
+//! tmux reaps with `waitpid`, not traced): how many exits the daemon had not yet taken when the
+//! kernel finished the last one says whether a slow answer was a daemon kept off the cores
+//! during the burst (most of them) or one slow after it (few).
+//!
 //! Needs a writable tracefs (root); without one [`ExitTrace::start`] says why and the
 //! figures are absent from the results.
 
@@ -44,43 +49,95 @@ impl ExitTrace {
         put(trace.dir.join("trace_clock"), "mono")?;
         put(event.join("filter"), "sig == 17 && code == 1")?;
         put(event.join("enable"), "1")?;
+        // Optional: a kernel without syscall events still gives the exits.
+        let _ = put(trace.dir.join(WAITID).join("enable"), "1");
         Ok(trace)
     }
 
-    /// Stop, and give the exit time (ns, CLOCK_MONOTONIC) of each of `members` seen, in order.
-    pub fn finish(self, members: &HashSet<u32>) -> Vec<u64> {
-        let _ = std::fs::write(self.dir.join("events/signal/signal_generate/enable"), "0");
+    /// Stop, and give what was seen of `members`.
+    pub fn finish(self, members: &HashSet<u32>) -> Exits {
+        self.disable();
         let text = std::fs::read_to_string(self.dir.join("trace")).unwrap_or_default();
         parse(&text, members)
+    }
+
+    fn disable(&self) {
+        let _ = std::fs::write(self.dir.join("events/signal/signal_generate/enable"), "0");
+        let _ = std::fs::write(self.dir.join(WAITID).join("enable"), "0");
+    }
+}
+
+const WAITID: &str = "events/syscalls/sys_enter_waitid";
+
+/// What a trace saw of a burst's members (ns, CLOCK_MONOTONIC, each list in order).
+pub struct Exits {
+    /// The kernel finished each member's exit.
+    pub exits: Vec<u64>,
+    /// The first `waitid` asking about each member (the daemon's reap).
+    pub reaps: Vec<u64>,
+}
+
+impl Exits {
+    /// How many members had exited and not yet been asked about when the last one exited.
+    pub fn unreaped_at_last_exit(&self) -> Option<usize> {
+        let last = *self.exits.last()?;
+        Some(self.exits.len() - self.reaps.iter().filter(|&&t| t <= last).count())
     }
 }
 
 impl Drop for ExitTrace {
     fn drop(&mut self) {
-        let _ = std::fs::write(self.dir.join("events/signal/signal_generate/enable"), "0");
+        self.disable();
         // An instance directory is removed with rmdir (its files are the kernel's).
         let _ = std::fs::remove_dir(&self.dir);
     }
 }
 
-/// The timestamps of the `signal_generate` lines of a tracefs `trace` file whose task
-/// (the one exiting) is one of `members`:
-/// `  comm-pid  [cpu] flags  12345.678901: signal_generate: sig=17 ...` (a comm may hold
-/// spaces and dashes; the pid is after the last dash before the cpu).
-fn parse(text: &str, members: &HashSet<u32>) -> Vec<u64> {
-    let mut times: Vec<u64> = text
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| {
-            let (head, _) = l.split_once(": signal_generate:")?;
-            let (task, rest) = head.split_once(" [")?;
-            let pid: u32 = task.trim().rsplit_once('-')?.1.parse().ok()?;
-            let secs: f64 = rest.rsplit(char::is_whitespace).next()?.parse().ok()?;
-            members.contains(&pid).then(|| (secs * 1e9).round() as u64)
-        })
-        .collect();
-    times.sort_unstable();
-    times
+/// The `signal_generate` and `sys_waitid` lines of a tracefs `trace` file about `members`:
+/// `  comm-pid  [cpu] flags  12345.678901: signal_generate: sig=17 ...` whose task (the one
+/// exiting) is a member, and `... 12345.678902: sys_waitid(which: 0x1, upid: 0x4d2, ...)` whose
+/// `upid` is one (the first per member counts). A comm may hold spaces and dashes; the pid is
+/// after the last dash before the cpu.
+fn parse(text: &str, members: &HashSet<u32>) -> Exits {
+    let mut exits = Vec::new();
+    let mut reaps = std::collections::HashMap::new();
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let Some((task, rest)) = line.split_once(" [") else {
+            continue;
+        };
+        let Some((meta, event)) = rest.split_once(": ") else {
+            continue;
+        };
+        let Some(Ok(secs)) = meta
+            .rsplit(char::is_whitespace)
+            .next()
+            .map(str::parse::<f64>)
+        else {
+            continue;
+        };
+        let ns = (secs * 1e9).round() as u64;
+        if event.starts_with("signal_generate:") {
+            let pid = task
+                .trim()
+                .rsplit_once('-')
+                .and_then(|(_, p)| p.parse().ok());
+            if pid.is_some_and(|p| members.contains(&p)) {
+                exits.push(ns);
+            }
+        } else if let Some(args) = event.strip_prefix("sys_waitid(") {
+            let upid = args
+                .split(", ")
+                .find_map(|a| a.strip_prefix("upid: 0x"))
+                .and_then(|h| u32::from_str_radix(h.trim_end_matches(')'), 16).ok());
+            if let Some(p) = upid.filter(|p| members.contains(p)) {
+                reaps.entry(p).or_insert(ns);
+            }
+        }
+    }
+    exits.sort_unstable();
+    let mut reaps: Vec<u64> = reaps.into_values().collect();
+    reaps.sort_unstable();
+    Exits { exits, reaps }
 }
 
 #[cfg(test)]
@@ -92,11 +149,16 @@ mod tests {
             <...>-17 [000] d..1.   3.000001: signal_generate: sig=17 errno=0 code=1 comm=tmux pid=9 grp=1 res=1\n\
             utempter-99 [000] dN.2. 4.000001: signal_generate: sig=17 errno=0 code=1 comm=tmux: server pid=9 grp=1 res=0\n\
             tmux: server-9 [000] d..1. 5.000001: signal_generate: sig=17 errno=0 code=1 comm=tmux: server pid=9 grp=1 res=2\n\
+            maxx-worker-7 [001] ..... 2.500000: sys_waitid(which: 0x1, upid: 0x11, infop: 0x7f, options: 0x1000005, ru: 0x0)\n\
+            maxx-worker-7 [001] ..... 2.600000: sys_waitid(which: 0x1, upid: 0x11, infop: 0x7f, options: 0x1000005, ru: 0x0)\n\
+            maxx-worker-7 [001] ..... 2.700000: sys_waitid(which: 0x1, upid: 0x63, infop: 0x7f, options: 0x1000005, ru: 0x0)\n\
+            maxx-worker-8 [000] ..... 67144.900000: sys_waitid(which: 0x1, upid: 0x1092, infop: 0x7f, options: 0x1000005, ru: 0x0)\n\
             garbage line\n";
         let members = [4242, 17].into_iter().collect();
-        assert_eq!(
-            super::parse(text, &members),
-            vec![3_000_001_000, 67_144_829_774_000]
-        );
+        let seen = super::parse(text, &members);
+        assert_eq!(seen.exits, vec![3_000_001_000, 67_144_829_774_000]);
+        // 17 asked about at 2.5 s (once counted), 4242 after the last exit; 99 no member.
+        assert_eq!(seen.reaps, vec![2_500_000_000, 67_144_900_000_000]);
+        assert_eq!(seen.unreaped_at_last_exit(), Some(1));
     }
 }

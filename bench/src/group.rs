@@ -143,6 +143,10 @@ struct One {
 struct KernelExit {
     last_after_last_stamp_ms: f64,
     answer_after_ms: f64,
+    /// maxx: the members whose exit the daemon had not yet reaped (`waitid`) when the kernel
+    /// finished the last one; `None` for tmux (it reaps with `waitpid`) or without syscall
+    /// events.
+    unreaped: Option<usize>,
 }
 
 /// Start tracing exits, or say once why not.
@@ -163,18 +167,21 @@ fn kernel_exit(
     ret: u64,
 ) -> Option<KernelExit> {
     let n = members.len();
-    let times = trace?.finish(members);
-    if times.len() != n {
+    let seen = trace?.finish(members);
+    if seen.exits.len() != n {
         eprintln!(
             "  group: the kernel trace saw {} of {n} exits; left out",
-            times.len()
+            seen.exits.len()
         );
         return None;
     }
-    let last = *times.last()?;
+    let last = *seen.exits.last()?;
     Some(KernelExit {
         last_after_last_stamp_ms: (last as f64 - last_stamp as f64) / 1e6,
         answer_after_ms: (ret as f64 - last as f64) / 1e6,
+        unreaped: (!seen.reaps.is_empty())
+            .then(|| seen.unreaped_at_last_exit())
+            .flatten(),
     })
 }
 
@@ -307,6 +314,7 @@ pub fn run(cfg: &Cfg) -> R<(Vec<Row>, Value)> {
         let (mut cpu, mut waited) = (vec![], vec![]);
         // The same two figures measured from the kernel's last exit (every run, or none).
         let (mut mk, mut tk, mut mk_lag, mut tk_lag) = (vec![], vec![], vec![], vec![]);
+        let mut unreaped = vec![];
         let mut traced = true;
         for run in 0..runs {
             let started = Instant::now();
@@ -329,9 +337,11 @@ pub fn run(cfg: &Cfg) -> R<(Vec<Row>, Value)> {
             match (a.kernel_exit, b.kernel_exit) {
                 (Some(ka), Some(kb)) => {
                     eprintln!(
-                        "    after the kernel's last exit: maxx {:.2} ms, tmux {:.2} ms (the kernel's last exit {:.2} / {:.2} ms after the last stamp)",
-                        ka.answer_after_ms, kb.answer_after_ms, ka.last_after_last_stamp_ms, kb.last_after_last_stamp_ms
+                        "    after the kernel's last exit: maxx {:.2} ms, tmux {:.2} ms (the kernel's last exit {:.2} / {:.2} ms after the last stamp; maxx had {} of {n} exits unreaped then)",
+                        ka.answer_after_ms, kb.answer_after_ms, ka.last_after_last_stamp_ms, kb.last_after_last_stamp_ms,
+                        ka.unreaped.map_or("?".to_string(), |u| u.to_string())
                     );
+                    unreaped.push(ka.unreaped);
                     mk.push(ka.answer_after_ms);
                     tk.push(kb.answer_after_ms);
                     mk_lag.push(ka.last_after_last_stamp_ms);
@@ -384,6 +394,7 @@ pub fn run(cfg: &Cfg) -> R<(Vec<Row>, Value)> {
                 "maxx_after_kernel_last_exit_ms_each": traced.then_some(&mk),
                 "maxx_kernel_last_exit_after_last_stamp_ms_each": traced.then_some(&mk_lag),
                 "tmux_kernel_last_exit_after_last_stamp_ms_each": traced.then_some(&tk_lag),
+                "maxx_unreaped_at_kernel_last_exit_each": traced.then_some(&unreaped),
             }),
         );
     }
