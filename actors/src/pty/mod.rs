@@ -700,21 +700,11 @@ async fn read_chunk(io: &AsyncFd<OwnedFd>, output: &Output) -> Option<Drained> {
     loop {
         let mut guard = io.readable().await.ok()?;
         if !output.ready() {
-            let ready = guard.ready();
-            // `Ready::is_readable` also says yes to a hang-up: the bit itself is asked.
-            let input = !(ready & tokio::io::Ready::READABLE).is_empty();
-            if ready.is_read_closed() && (!input || pending_input(io.as_raw_fd()) == Some(0)) {
+            if hung_up_empty(guard.ready(), || pending_input(io.as_raw_fd())) {
                 // The slave side hung up with nothing to read: no screen memory for that (the
                 // read would answer EIO). A program that printed nothing makes none at its
                 // exit — 1,000 exiting at once made 1,000 memfds, mapped them and waited for
-                // the keeper to have each before their exits could be reported. Nothing can
-                // be missed: no one is left to write, and the kernel's poll that said
-                // "hung up" (`n_tty_poll`) first moved what was in flight into the queue
-                // (`tty_buffer_flush_work`) and then said whether the queue held anything,
-                // in the same answer: hung up and not readable is an empty queue that stays
-                // empty. Only a readiness that says readable too (perhaps from an earlier
-                // answer) is asked again (`FIONREAD`): on a hung-up tty that ioctl waits for
-                // the terminal's locks the hang-up holds (9% of a burst's daemon samples).
+                // the keeper to have each before their exits could be reported.
                 return None;
             }
             // Boxed: its state is not carried by every idle session's pump.
@@ -769,6 +759,19 @@ async fn read_chunk(io: &AsyncFd<OwnedFd>, output: &Output) -> Option<Drained> {
             return None;
         }
     }
+}
+
+/// Whether a readiness says the slave side hung up with nothing left to read. Nothing can be
+/// missed: no one is left to write, and the kernel's poll that said "hung up" (`n_tty_poll`)
+/// first moved what was in flight into the queue (`tty_buffer_flush_work`) and then said
+/// whether the queue held anything, in the same answer: hung up and not readable is an empty
+/// queue that stays empty. Only a readiness that says readable too (perhaps from an earlier
+/// answer) asks `pending` (`FIONREAD`): on a hung-up tty that ioctl waits for the terminal's
+/// locks the hang-up holds (9% of a burst's daemon samples).
+fn hung_up_empty(ready: tokio::io::Ready, pending: impl FnOnce() -> Option<usize>) -> bool {
+    // `Ready::is_readable` also says yes to a hang-up: the bit itself is asked.
+    let input = !(ready & tokio::io::Ready::READABLE).is_empty();
+    ready.is_read_closed() && (!input || pending() == Some(0))
 }
 
 /// Bytes waiting in the master's input queue (`FIONREAD`); `None` if it cannot say.
@@ -1305,6 +1308,25 @@ mod tests {
             cols: 80,
             rows: 24,
         }
+    }
+
+    /// A bare hang-up is taken as it is; the queue is asked only when the readiness also
+    /// says readable, and what it says decides.
+    #[test]
+    fn a_hang_up_without_input_is_not_asked_again() {
+        use tokio::io::Ready;
+        let never = || -> Option<usize> { panic!("FIONREAD asked for a bare hang-up") };
+        assert!(super::hung_up_empty(Ready::READ_CLOSED, never));
+        let both = Ready::READ_CLOSED | Ready::READABLE;
+        assert!(super::hung_up_empty(both, || Some(0)));
+        assert!(!super::hung_up_empty(both, || Some(5)));
+        assert!(!super::hung_up_empty(both, || None));
+        let asked = std::cell::Cell::new(false);
+        assert!(!super::hung_up_empty(Ready::READABLE, || {
+            asked.set(true);
+            Some(0)
+        }));
+        assert!(!asked.get(), "no hang-up, no question");
     }
 
     #[test]
