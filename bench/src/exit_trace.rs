@@ -78,8 +78,13 @@ pub struct Exits {
 }
 
 impl Exits {
-    /// How many members had exited and not yet been asked about when the last one exited.
+    /// How many members had exited and not yet been asked about when the last one exited;
+    /// `None` when no `waitid` asked about any (tmux reaps with `waitpid`; a kernel without
+    /// syscall events).
     pub fn unreaped_at_last_exit(&self) -> Option<usize> {
+        if self.reaps.is_empty() {
+            return None;
+        }
         let last = *self.exits.last()?;
         Some(self.exits.len() - self.reaps.iter().filter(|&&t| t <= last).count())
     }
@@ -160,5 +165,10 @@ mod tests {
         // 17 asked about at 2.5 s (once counted), 4242 after the last exit; 99 no member.
         assert_eq!(seen.reaps, vec![2_500_000_000, 67_144_900_000_000]);
         assert_eq!(seen.unreaped_at_last_exit(), Some(1));
+        let no_reaper = super::Exits {
+            exits: seen.exits,
+            reaps: vec![],
+        };
+        assert_eq!(no_reaper.unreaped_at_last_exit(), None);
     }
 }

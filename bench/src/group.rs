@@ -179,9 +179,7 @@ fn kernel_exit(
     Some(KernelExit {
         last_after_last_stamp_ms: (last as f64 - last_stamp as f64) / 1e6,
         answer_after_ms: (ret as f64 - last as f64) / 1e6,
-        unreaped: (!seen.reaps.is_empty())
-            .then(|| seen.unreaped_at_last_exit())
-            .flatten(),
+        unreaped: seen.unreaped_at_last_exit(),
     })
 }
 
