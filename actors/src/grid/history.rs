@@ -19,6 +19,24 @@ use alacritty_terminal::vte::ansi::{Color, NamedColor, Rgb};
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+/// Buffers [`StoredRow::of_cells`] reuses from row to row: the encoded runs and the
+/// characters, kept apart until the count of runs is known.
+#[derive(Clone, Debug, Default)]
+struct Scratch {
+    runs: Vec<u8>,
+    chars: Vec<u8>,
+}
+
+/// Append `c` as UTF-8 (one byte where it is ASCII, the common cell).
+#[inline(always)]
+fn put_char(out: &mut Vec<u8>, c: char) {
+    if c.is_ascii() {
+        out.push(c as u8);
+    } else {
+        out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+    }
+}
+
 /// Cells in a row with one style.
 #[derive(Clone, Debug)]
 struct Run {
@@ -30,16 +48,6 @@ struct Run {
 }
 
 impl Run {
-    fn of(cell: &Cell) -> Run {
-        Run {
-            len: 1,
-            fg: cell.fg,
-            bg: cell.bg,
-            flags: cell.flags,
-            extra: cell.extra.clone(),
-        }
-    }
-
     fn cell(&self, c: char) -> Cell {
         Cell {
             c,
@@ -99,10 +107,10 @@ fn get_color(b: &[u8]) -> Color {
 }
 
 impl StoredRow {
-    /// The compact form of `row`; `scratch`: a buffer for the runs, reused from row to row;
-    /// `reuse`: the bytes of a row that left the history, to write this one into (a full
-    /// history stores a row without an allocation).
-    fn of(row: &GridRow<Cell>, scratch: &mut Vec<Run>, reuse: Vec<u8>) -> StoredRow {
+    /// The compact form of `row`; `scratch`: buffers reused from row to row; `reuse`: the
+    /// bytes of a row that left the history, to write this one into (a full history stores
+    /// a row without an allocation).
+    fn of(row: &GridRow<Cell>, scratch: &mut Scratch, reuse: Vec<u8>) -> StoredRow {
         let cells = &row[..];
         // Past the cells alacritty counts as used, a row holds copies of its last cell: where
         // that is a default blank, only the used cells need a look.
@@ -114,7 +122,7 @@ impl StoredRow {
     }
 
     /// The compact form of a row whose cells are `cells` and default blanks after them.
-    fn of_cells(cells: &[Cell], scratch: &mut Vec<Run>, reuse: Vec<u8>) -> StoredRow {
+    fn of_cells(cells: &[Cell], scratch: &mut Scratch, reuse: Vec<u8>) -> StoredRow {
         let len = cells
             .iter()
             .rposition(|c| !is_default(c))
@@ -123,71 +131,55 @@ impl StoredRow {
         if cells.is_empty() {
             return StoredRow::default();
         }
-        scratch.clear();
-        // Runs: each run's first cell against the cells after it (its style held in
-        // registers: this loop is a quarter of parsing a flood).
+        let Scratch { runs, chars } = scratch;
+        runs.clear();
+        chars.clear();
+        chars.reserve(cells.len());
+        let mut extras = Vec::new();
+        // One pass over the cells (this is a quarter of parsing a flood): each run's first
+        // cell against the cells after it, its style held in registers, each cell's
+        // character taken on the way (one byte for ASCII, else its UTF-8).
         let mut at = 0;
         while let Some(first) = cells.get(at) {
             let (fg, bg, flags) = (first.fg, first.bg, first.flags);
             let extra = first.extra.as_ref().map_or(std::ptr::null(), Arc::as_ptr);
-            let same = cells[at + 1..]
-                .iter()
-                .position(|c| {
-                    c.flags != flags
-                        || c.fg != fg
-                        || c.bg != bg
-                        || c.extra.as_ref().map_or(std::ptr::null(), Arc::as_ptr) != extra
-                })
-                .unwrap_or(cells.len() - at - 1);
-            let mut run = Run::of(first);
+            put_char(chars, first.c);
+            let mut end = at + 1;
+            for c in &cells[end..] {
+                if c.flags != flags
+                    || c.fg != fg
+                    || c.bg != bg
+                    || c.extra.as_ref().map_or(std::ptr::null(), Arc::as_ptr) != extra
+                {
+                    break;
+                }
+                put_char(chars, c.c);
+                end += 1;
+            }
+            if let Some(extra) = &first.extra {
+                extras.push(((runs.len() / RUN_BYTES) as u16, extra.clone()));
+            }
             // At most `MAX_DIMENSION` (1,000) cells in a row.
-            run.len = (same + 1) as u16;
-            scratch.push(run);
-            at += same + 1;
+            let mut run = [0; RUN_BYTES];
+            run[0..2].copy_from_slice(&((end - at) as u16).to_le_bytes());
+            run[2..6].copy_from_slice(&color_bytes(fg));
+            run[6..10].copy_from_slice(&color_bytes(bg));
+            run[10..12].copy_from_slice(&flags.bits().to_le_bytes());
+            runs.extend_from_slice(&run);
+            at = end;
         }
-        let high = cells.iter().fold(0, |high, cell| high | cell.c as u32);
-        // The characters: a byte per cell where all are ASCII, else as UTF-8.
-        let chars_len = if high < 0x80 {
-            cells.len()
-        } else {
-            cells.iter().map(|cell| cell.c.len_utf8()).sum()
-        };
-        // Written in place (fixed-size copies: no call per field).
-        let chars_at = HEAD_BYTES + scratch.len() * RUN_BYTES;
         let mut data = reuse;
         data.clear();
-        data.resize(chars_at + chars_len, 0);
+        let len = HEAD_BYTES + runs.len() + chars.len();
+        data.reserve_exact(len);
         // A reused buffer keeps at most about twice what it holds.
-        if data.capacity() > 2 * data.len() + 64 {
-            data.shrink_to_fit();
+        if data.capacity() > 2 * len + 64 {
+            data.shrink_to(len);
         }
-        data[0..2].copy_from_slice(&(scratch.len() as u16).to_le_bytes());
-        data[2..4].copy_from_slice(&(cells.len() as u16).to_le_bytes());
-        let mut extras = Vec::new();
-        for (i, (run, out)) in scratch
-            .iter()
-            .zip(data[HEAD_BYTES..chars_at].chunks_exact_mut(RUN_BYTES))
-            .enumerate()
-        {
-            out[0..2].copy_from_slice(&run.len.to_le_bytes());
-            out[2..6].copy_from_slice(&color_bytes(run.fg));
-            out[6..10].copy_from_slice(&color_bytes(run.bg));
-            out[10..12].copy_from_slice(&run.flags.bits().to_le_bytes());
-            if let Some(extra) = &run.extra {
-                extras.push((i as u16, extra.clone()));
-            }
-        }
-        let chars = &mut data[chars_at..];
-        if high < 0x80 {
-            for (out, cell) in chars.iter_mut().zip(cells) {
-                *out = cell.c as u8;
-            }
-        } else {
-            let mut at = 0;
-            for cell in cells {
-                at += cell.c.encode_utf8(&mut chars[at..]).len();
-            }
-        }
+        data.extend_from_slice(&((runs.len() / RUN_BYTES) as u16).to_le_bytes());
+        data.extend_from_slice(&(cells.len() as u16).to_le_bytes());
+        data.extend_from_slice(runs);
+        data.extend_from_slice(chars);
         StoredRow {
             data,
             extras: extras.into_boxed_slice(),
@@ -368,8 +360,8 @@ pub struct History {
     cols: usize,
     /// Rows ever pushed (what the pending-pattern matcher counts new rows by).
     pushed: u64,
-    /// The runs of the row being stored (a buffer reused from row to row).
-    scratch: Vec<Run>,
+    /// Buffers for the row being stored, reused from row to row.
+    scratch: Scratch,
 }
 
 impl History {
@@ -379,7 +371,7 @@ impl History {
             limit,
             cols,
             pushed: 0,
-            scratch: Vec::new(),
+            scratch: Scratch::default(),
         }
     }
 

@@ -1835,15 +1835,23 @@ impl<T: EventListener> Handler for Term<T> {
 
         let to_end = !self.reference && right.0 == self.columns();
         let row = &mut self.grid[point.line];
+        // maxx patch: the cells from the row's count of used cells on all equal its last one
+        // (what a reset left there); where that is already what the clear writes, the clear
+        // stops at the used cells (a progress line redrawn with `CR CSI 2 K` writes its own
+        // length, not the terminal's width, each time).
+        let cleared = Cell::from(bg);
+        let used = row.occupied();
+        let clean = to_end && used < right.0 && row.last() == Some(&cleared);
+        let right = if clean { Column(used.max(left.0)) } else { right };
         for cell in &mut row[left..right] {
-            *cell = bg.into();
+            *cell = cleared.clone();
         }
         // maxx patch: cleared to its end, the row's cells from `left` on are all what a
         // reset with this background makes, so they need not count as used (the writes
         // above counted them all): a later reset (the row scrolling back in at the bottom)
         // and a copy into history then stop at `left` instead of the row's end.
         if to_end {
-            row.occ = left.0;
+            row.occ = if clean { used.min(left.0) } else { left.0 };
         }
 
         let range = self.grid.cursor.point.line..=self.grid.cursor.point.line;
