@@ -17,6 +17,7 @@
 //! The decoder treats its input as hostile: every count and size is bounded before anything
 //! is allocated, and anything out of place refuses the whole checkpoint.
 
+use super::history::StoredRow;
 use super::{Grid, Region, Size, INPUT_ID, PROMPT_ID};
 use alacritty_terminal::grid::{Cursor, Dimensions, Grid as AlacGrid, Row};
 use alacritty_terminal::index::{Column, Line, Point};
@@ -263,10 +264,12 @@ fn put_style(w: &mut Writer, s: &Style) {
 /// What is carried from row to row while rows are written: the styles seen so far, the
 /// last plain style, and buffers reused.
 #[derive(Default)]
-struct RowWriter {
+pub(super) struct RowWriter {
     styles: Styles,
     plain: Option<(Color, Color, u16, usize)>,
-    held: Vec<Cell>,
+    /// A history row's runs: a cell of each run's style and its count of cells (reused
+    /// from row to row).
+    runs: Vec<(Cell, usize)>,
     scratch: Scratch,
 }
 
@@ -288,11 +291,8 @@ impl RowWriter {
         match super::history::of(grid) {
             Some(store) => {
                 for back in (1..=history).rev() {
-                    let mut held = std::mem::take(&mut self.held);
-                    store.back(back).cells_into(&mut held);
                     occupied.push(cols);
-                    self.put_row(&held, w);
-                    self.held = held;
+                    self.put_stored(store.back(back), w);
                 }
             }
             None => {
@@ -308,6 +308,79 @@ impl RowWriter {
             occupied.push(occupied_cells(row, &mut self.scratch));
             self.put_row(&row[..], w);
         }
+    }
+
+    /// [`RowWriter::put_row`] of a history row's cells, the same bytes, a run at a time:
+    /// every cell of a run has its first cell's style and combined characters, so only the
+    /// first asks for the style's index (the cells after it would find it as the last one
+    /// used), and no cell is made.
+    fn put_stored(&mut self, row: &StoredRow, w: &mut Writer) {
+        let mut runs = std::mem::take(&mut self.runs);
+        runs.clear();
+        row.for_each_run(|cell, chars| runs.push((cell.clone(), chars.chars().count())));
+        let chars = row.chars();
+        // The row holds its cells up to the last one that is not a default blank, which is
+        // where `put_row` stops too (a cell with extra data is never one of its blanks:
+        // `zerowidth` is `Some` for it).
+        let len: usize = runs.iter().map(|(_, n)| n).sum();
+        w.var(len as u64);
+        let mut extras: Vec<(usize, &[char])> = Vec::new();
+        let mut text = chars.chars();
+        let mut col = 0;
+        for (cell, n) in &runs {
+            let flags = cell.flags.bits();
+            let i = match self.plain {
+                Some((fg, bg, f, i))
+                    if cell.extra.is_none() && cell.fg == fg && cell.bg == bg && flags == f =>
+                {
+                    w.var(i as u64);
+                    i
+                }
+                _ => {
+                    let i = self.styles.put(style_of(cell), w);
+                    if cell.extra.is_none() {
+                        self.plain = Some((cell.fg, cell.bg, flags, i));
+                    }
+                    i
+                }
+            };
+            for (k, c) in text.by_ref().take(*n).enumerate() {
+                if k > 0 {
+                    w.var(i as u64);
+                }
+                w.var(c as u64);
+            }
+            if let Some(z) = cell.zerowidth() {
+                extras.extend((col..col + n).map(|col| (col, z)));
+            }
+            col += n;
+        }
+        w.var(extras.len() as u64);
+        for (col, z) in extras {
+            w.var(col as u64);
+            w.var(z.len() as u64);
+            for c in z {
+                w.var(*c as u64);
+            }
+        }
+        self.runs = runs;
+    }
+
+    /// The history rows of `grid`, written by [`RowWriter::put_stored`] and by
+    /// [`RowWriter::put_row`] of their cells (tests: the two must be the same bytes).
+    #[cfg(test)]
+    pub(super) fn history_both_ways(grid: &Grid) -> (Vec<u8>, Vec<u8>) {
+        let (mut a, mut b) = (RowWriter::default(), RowWriter::default());
+        let (mut wa, mut wb) = (Writer::default(), Writer::default());
+        if let Some(store) = super::history::of(grid.term.grid()) {
+            let mut cells = Vec::new();
+            for back in (1..=store.len()).rev() {
+                a.put_stored(store.back(back), &mut wa);
+                store.back(back).cells_into(&mut cells);
+                b.put_row(&cells, &mut wb);
+            }
+        }
+        (wa.0, wb.0)
     }
 
     fn put_row(&mut self, cells: &[Cell], w: &mut Writer) {

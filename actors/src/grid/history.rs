@@ -236,7 +236,7 @@ impl StoredRow {
     }
 
     /// The characters of the held cells.
-    fn chars(&self) -> &str {
+    pub(super) fn chars(&self) -> &str {
         let at = (HEAD_BYTES + self.run_count() * RUN_BYTES).min(self.data.len());
         let bytes = &self.data[at..];
         debug_assert!(std::str::from_utf8(bytes).is_ok());
@@ -255,6 +255,28 @@ impl StoredRow {
                 f(col, run.cell(c));
                 col += 1;
             }
+        }
+    }
+
+    /// Each run, in order: a cell with its style (and a blank for a character) and the
+    /// characters of its cells.
+    pub fn for_each_run(&self, mut f: impl FnMut(&Cell, &str)) {
+        let chars = self.chars();
+        // Where every cell is one byte, a run's characters are a slice of them.
+        let ascii = chars.len() == self.len();
+        let mut pos = 0;
+        for run in self.runs() {
+            let n = run.len as usize;
+            let end = if ascii {
+                pos + n
+            } else {
+                chars[pos..]
+                    .char_indices()
+                    .nth(n)
+                    .map_or(chars.len(), |(i, _)| pos + i)
+            };
+            f(&run.cell(' '), &chars[pos..end]);
+            pos = end;
         }
     }
 

@@ -1124,6 +1124,9 @@ mod tests {
                 "e\u{301}\u{302}",
                 "\x1b[41m\x1b[K\r\n",
                 "\x1b]8;;http://x\x07link\x1b]8;;\x07",
+                // A blank with a link at the end of a row: held by the compact row (its
+                // cell has extra data), a blank to a checkpoint (maxx keeps no links).
+                "\x1b]8;;http://x\x07 \x1b]8;;\x07\r\n",
                 "\x1b]133;A\x07$ \x1b]133;B\x07in\x1b]133;C\x07\r\n",
                 "\x1b7",
                 "\x1b8",
@@ -1226,6 +1229,15 @@ mod tests {
         out
     }
 
+    #[test]
+    fn a_linked_blank_at_a_rows_end_is_written_as_its_cell_would_be() {
+        let mut g = Grid::new(20, 2, 10);
+        g.feed(b"a\x1b]8;;http://x\x07 \x1b]8;;\x07\r\n\x1b[4:3m\x1b[24m\r\n\r\n\r\n");
+        assert!(g.history() >= 1);
+        let (stored, cells) = checkpoint::RowWriter::history_both_ways(&g);
+        assert_eq!(stored, cells);
+    }
+
     proptest::proptest! {
         /// The compact history is exactly alacritty's own: after any output and resizes (of
         /// either screen, same width or not), a grid keeping its history in compact rows
@@ -1279,6 +1291,10 @@ mod tests {
             for line in -(grid.history() as i32)..grid.rows() as i32 {
                 proptest::prop_assert_eq!(read(&grid, line), read(&reference, line));
             }
+            // History rows are written to a checkpoint straight from their compact form: the
+            // bytes their cells would make.
+            let (stored, cells) = checkpoint::RowWriter::history_both_ways(&grid);
+            proptest::prop_assert!(stored == cells, "a history row written unlike its cells");
             // A checkpoint carries the compact history and restores into one that reads alike.
             let bytes = grid.checkpoint();
             let restored = Grid::restore(&bytes, None).expect("a checkpoint restores");
