@@ -316,6 +316,15 @@ impl StoredRow {
         const SPACERS: Flags = Flags::WIDE_CHAR_SPACER.union(Flags::LEADING_WIDE_CHAR_SPACER);
         let start = text.len();
         let chars = self.chars();
+        // The common row — no combining marks, tags or links, no wide characters, no tabs —
+        // reads as its characters.
+        if self.extras.is_empty()
+            && !self.heads().any(|(_, flags, _)| flags.intersects(SPACERS))
+            && memchr::memchr(b'\t', chars.as_bytes()).is_none()
+        {
+            text.push_str(chars.trim_end_matches(' '));
+            return false;
+        }
         // Where every cell is one byte, a run's characters are a slice of them.
         let ascii = chars.len() == self.len();
         let mut pos = 0;
