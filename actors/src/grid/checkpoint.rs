@@ -355,14 +355,7 @@ impl RowWriter {
             }
             col += n;
         }
-        w.var(extras.len() as u64);
-        for (col, z) in extras {
-            w.var(col as u64);
-            w.var(z.len() as u64);
-            for c in z {
-                w.var(*c as u64);
-            }
-        }
+        put_combined(w, &extras);
         self.runs = runs;
     }
 
@@ -427,14 +420,7 @@ impl RowWriter {
                 extras.push((col, z));
             }
         }
-        w.var(extras.len() as u64);
-        for (col, z) in extras {
-            w.var(col as u64);
-            w.var(z.len() as u64);
-            for c in z {
-                w.var(*c as u64);
-            }
-        }
+        put_combined(w, &extras);
     }
 
     /// A cursor: position, template, pending wrap, charsets.
@@ -448,6 +434,19 @@ impl RowWriter {
                 StandardCharset::Ascii => 0,
                 StandardCharset::SpecialCharacterAndLineDrawing => 1,
             });
+        }
+    }
+}
+
+/// A row's combining characters: the count of cells that have them, then each cell's column
+/// and its characters.
+fn put_combined(w: &mut Writer, extras: &[(usize, &[char])]) {
+    w.var(extras.len() as u64);
+    for (col, z) in extras {
+        w.var(*col as u64);
+        w.var(z.len() as u64);
+        for c in *z {
+            w.var(*c as u64);
         }
     }
 }

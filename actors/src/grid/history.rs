@@ -261,12 +261,18 @@ impl StoredRow {
     /// Each run, in order: a cell with its style (and a blank for a character) and the
     /// characters of its cells.
     pub fn for_each_run(&self, mut f: impl FnMut(&Cell, &str)) {
+        for (run, chars) in self.runs().zip(self.run_chars()) {
+            f(&run.cell(' '), chars);
+        }
+    }
+
+    /// Each run's characters, in order.
+    fn run_chars(&self) -> impl Iterator<Item = &str> + '_ {
         let chars = self.chars();
         // Where every cell is one byte, a run's characters are a slice of them.
         let ascii = chars.len() == self.len();
         let mut pos = 0;
-        for run in self.runs() {
-            let n = run.len as usize;
+        self.heads().map(move |(n, _, _)| {
             let end = if ascii {
                 pos + n
             } else {
@@ -275,9 +281,10 @@ impl StoredRow {
                     .nth(n)
                     .map_or(chars.len(), |(i, _)| pos + i)
             };
-            f(&run.cell(' '), &chars[pos..end]);
+            let piece = &chars[pos..end];
             pos = end;
-        }
+            piece
+        })
     }
 
     /// The held cells, in order, into `out` (cleared first).
@@ -325,21 +332,8 @@ impl StoredRow {
             text.push_str(chars.trim_end_matches(' '));
             return false;
         }
-        // Where every cell is one byte, a run's characters are a slice of them.
-        let ascii = chars.len() == self.len();
-        let mut pos = 0;
         let mut is_input = false;
-        for (n, flags, extra) in self.heads() {
-            let end = if ascii {
-                pos + n
-            } else {
-                chars[pos..]
-                    .char_indices()
-                    .nth(n)
-                    .map_or(chars.len(), |(i, _)| pos + i)
-            };
-            let piece = &chars[pos..end];
-            pos = end;
+        for ((_, flags, extra), piece) in self.heads().zip(self.run_chars()) {
             if flags.intersects(SPACERS) {
                 continue;
             }
