@@ -153,7 +153,6 @@ pub fn rss_kib(pid: u32) -> Option<u64> {
         .ok()
 }
 
-/// Threads of a process.
 /// Each of a process's threads' `/proc/PID/task/TID/FILE`, as text (threads that end
 /// meanwhile are skipped).
 fn per_thread(pid: u32, file: &str) -> Option<Vec<String>> {
@@ -196,6 +195,7 @@ pub fn ctxt_switches(pid: u32) -> Option<(u64, u64)> {
     Some(sum)
 }
 
+/// Threads of a process.
 pub fn threads(pid: u32) -> Option<u64> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     s.lines()

@@ -267,9 +267,6 @@ fn put_style(w: &mut Writer, s: &Style) {
 pub(super) struct RowWriter {
     styles: Styles,
     plain: Option<(Color, Color, u16, usize)>,
-    /// A history row's runs: a cell of each run's style and its count of cells (reused
-    /// from row to row).
-    runs: Vec<(Cell, usize)>,
     scratch: Scratch,
 }
 
@@ -312,51 +309,54 @@ impl RowWriter {
 
     /// [`RowWriter::put_row`] of a history row's cells, the same bytes, a run at a time:
     /// every cell of a run has its first cell's style and combined characters, so only the
-    /// first asks for the style's index (the cells after it would find it as the last one
-    /// used), and no cell is made.
+    /// first asks for the style's index (the cells after it would find it as the last plain
+    /// one, or the last one used), and no cell is made.
     fn put_stored(&mut self, row: &StoredRow, w: &mut Writer) {
-        let mut runs = std::mem::take(&mut self.runs);
-        runs.clear();
-        row.for_each_run(|cell, chars| runs.push((cell.clone(), chars.chars().count())));
-        let chars = row.chars();
         // The row holds its cells up to the last one that is not a default blank, which is
         // where `put_row` stops too (a cell with extra data is never one of its blanks:
         // `zerowidth` is `Some` for it).
-        let len: usize = runs.iter().map(|(_, n)| n).sum();
-        w.var(len as u64);
-        let mut extras: Vec<(usize, &[char])> = Vec::new();
-        let mut text = chars.chars();
+        w.var(row.len() as u64);
+        let mut combined = Combined::default();
         let mut col = 0;
-        for (cell, n) in &runs {
-            let flags = cell.flags.bits();
-            let i = match self.plain {
-                Some((fg, bg, f, i))
-                    if cell.extra.is_none() && cell.fg == fg && cell.bg == bg && flags == f =>
-                {
-                    w.var(i as u64);
-                    i
-                }
-                _ => {
-                    let i = self.styles.put(style_of(cell), w);
-                    if cell.extra.is_none() {
-                        self.plain = Some((cell.fg, cell.bg, flags, i));
-                    }
-                    i
-                }
-            };
-            for (k, c) in text.by_ref().take(*n).enumerate() {
-                if k > 0 {
+        row.for_each_run(|cell, chars| {
+            let i = self.style_index(cell, w);
+            let start = col;
+            for c in chars.chars() {
+                if col > start {
                     w.var(i as u64);
                 }
                 w.var(c as u64);
+                col += 1;
             }
             if let Some(z) = cell.zerowidth() {
-                extras.extend((col..col + n).map(|col| (col, z)));
+                for at in start..col {
+                    combined.add(at, z);
+                }
             }
-            col += n;
+        });
+        combined.finish(w);
+    }
+
+    /// Write the index of `cell`'s style (and the style itself the first time): a cell with
+    /// the colours and flags of the last plain one (no `extra`) writes that index again
+    /// without building the style.
+    fn style_index(&mut self, cell: &Cell, w: &mut Writer) -> usize {
+        let flags = cell.flags.bits();
+        match self.plain {
+            Some((fg, bg, f, i))
+                if cell.extra.is_none() && cell.fg == fg && cell.bg == bg && flags == f =>
+            {
+                w.var(i as u64);
+                i
+            }
+            _ => {
+                let i = self.styles.put(style_of(cell), w);
+                if cell.extra.is_none() {
+                    self.plain = Some((cell.fg, cell.bg, flags, i));
+                }
+                i
+            }
         }
-        put_combined(w, &extras);
-        self.runs = runs;
     }
 
     /// The history rows of `grid`, written by [`RowWriter::put_stored`] and by
@@ -379,7 +379,6 @@ impl RowWriter {
     fn put_row(&mut self, cells: &[Cell], w: &mut Writer) {
         let default = Cell::default();
         let blank = style_of(&default).key();
-        let mut extras: Vec<(usize, &[char])> = Vec::new();
         // Blank cells at the end of a row (a space, no style, nothing combined: what a
         // fresh row holds) are not written: most rows are far shorter than the terminal.
         let len = cells
@@ -398,29 +397,15 @@ impl RowWriter {
             })
             .map_or(0, |col| col + 1);
         w.var(len as u64);
+        let mut combined = Combined::default();
         for (col, cell) in cells[..len].iter().enumerate() {
-            let flags = cell.flags.bits();
-            // A run of cells with the colours and flags of the last plain one (no `extra`)
-            // writes that style's index again without building the style.
-            match self.plain {
-                Some((fg, bg, f, i))
-                    if cell.extra.is_none() && cell.fg == fg && cell.bg == bg && flags == f =>
-                {
-                    w.var(i as u64)
-                }
-                _ => {
-                    let i = self.styles.put(style_of(cell), w);
-                    if cell.extra.is_none() {
-                        self.plain = Some((cell.fg, cell.bg, flags, i));
-                    }
-                }
-            }
+            self.style_index(cell, w);
             w.var(cell.c as u64);
             if let Some(z) = cell.zerowidth() {
-                extras.push((col, z));
+                combined.add(col, z);
             }
         }
-        put_combined(w, &extras);
+        combined.finish(w);
     }
 
     /// A cursor: position, template, pending wrap, charsets.
@@ -438,16 +423,27 @@ impl RowWriter {
     }
 }
 
-/// A row's combining characters: the count of cells that have them, then each cell's column
-/// and its characters.
-fn put_combined(w: &mut Writer, extras: &[(usize, &[char])]) {
-    w.var(extras.len() as u64);
-    for (col, z) in extras {
-        w.var(*col as u64);
-        w.var(z.len() as u64);
-        for c in *z {
-            w.var(*c as u64);
+/// A row's combining characters, written after its cells: the count of cells that have
+/// them, then each cell's column and its characters.
+#[derive(Default)]
+struct Combined {
+    cells: usize,
+    bytes: Writer,
+}
+
+impl Combined {
+    fn add(&mut self, col: usize, chars: &[char]) {
+        self.cells += 1;
+        self.bytes.var(col as u64);
+        self.bytes.var(chars.len() as u64);
+        for c in chars {
+            self.bytes.var(*c as u64);
         }
+    }
+
+    fn finish(self, w: &mut Writer) {
+        w.var(self.cells as u64);
+        w.0.extend_from_slice(&self.bytes.0);
     }
 }
 

@@ -197,7 +197,7 @@ impl StoredRow {
     }
 
     /// Cells held (the rest of the row is default blanks).
-    fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.head(2)
     }
 
@@ -236,7 +236,7 @@ impl StoredRow {
     }
 
     /// The characters of the held cells.
-    pub(super) fn chars(&self) -> &str {
+    fn chars(&self) -> &str {
         let at = (HEAD_BYTES + self.run_count() * RUN_BYTES).min(self.data.len());
         let bytes = &self.data[at..];
         debug_assert!(std::str::from_utf8(bytes).is_ok());
