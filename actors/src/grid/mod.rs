@@ -1,13 +1,11 @@
 //! The full screen model, kept off the PTY drain path.
 //!
-//! Every session keeps a bounded ring of its most recent raw output ([`RawRing`], at most
-//! [`RAW_RING_BYTES`], allocated as it fills). The grid itself ([`Grid`], an
-//! `alacritty_terminal::Term`) exists only once someone reads the screen: it is materialised
-//! by replaying the ring, and afterwards brought up to date lazily — by the next read, or by
-//! the grid workers while a text wait or `run` is pending (`screen_model/` owns both paths
-//! and feeds a slice at a time). If it fell further behind than the ring holds, it is rebuilt
-//! from the ring instead of parsing an unbounded backlog (and the snapshot says so with
-//! `truncated_reason: "replayed"`). The drain itself only ever runs the light pass in
+//! The grid ([`Grid`], an `alacritty_terminal::Term`) is fed every byte a session's program
+//! wrote, in order; it exists only once someone reads the screen (or the output passes half
+//! of [`RAW_RING_BYTES`]), and is brought up to date lazily from the output not parsed yet —
+//! by the next read, or by the grid workers while a text wait or `run` is pending
+//! (`screen_model/` owns both paths, and where that backlog is: the screen memory's log, or a
+//! [`RawRing`] when there is none). The drain itself only ever runs the light pass in
 //! `screen.rs`, so a slow or absent reader never back-pressures the child.
 //!
 //! # OSC 133 semantic cells
@@ -45,7 +43,7 @@ use maxx_protocol::screen::Semantic;
 use std::collections::VecDeque;
 
 /// Output the grid has not parsed yet (all of it while no grid exists), with its position in
-/// the whole output stream. Bytes leave it only by being parsed ([`RawRing::consume_to`]),
+/// the whole output stream, for a session without a screen memory to read it from. Bytes leave it only by being parsed ([`RawRing::consume_to`]),
 /// never by eviction: the pump stops reading the PTY while it holds [`RAW_RING_BYTES`], so
 /// the kernel's buffer pushes back on the program instead of the screen losing bytes.
 #[derive(Default)]

@@ -2,15 +2,15 @@
 //!
 //! A session's output goes into its [`ScreenModel`] straight from the PTY pump
 //! ([`ScreenModel::drain`]): the light pass (title, modes, OSC 133 D, and the queries the
-//! program asks its terminal: `screen.rs`) and an append to the raw ring, under one short
-//! lock — no actor message, no allocation. The session actor hears about a chunk only when
+//! program asks its terminal: `screen.rs`) and the grid's backlog (`backlog.rs`: a cursor
+//! into the screen memory's log, which holds the bytes anyway, or a ring of its own), under
+//! one short lock — no actor message, no allocation. The session actor hears about a chunk only when
 //! it must: the program announced something (a title, a finished command), or a person is
 //! attached and needs the bytes.
 //!
 //! **The screen is a function of the bytes.** The grid (alacritty_terminal) is fed every
 //! byte the program ever wrote, in order, with each resize applied at the stream offset
-//! where it happened: the ring is the grid's backlog, and bytes leave it only by being
-//! parsed. When the backlog reaches [`RAW_RING_BYTES`] the pump stops reading until the grid
+//! where it happened: bytes leave the grid's backlog only by being parsed. When the backlog reaches [`RAW_RING_BYTES`] the pump stops reading until the grid
 //! catches up (the kernel's PTY buffer then pushes back on the program: nothing is dropped),
 //! so a snapshot, whenever it is taken, equals a grid fed every byte from the start. Until a
 //! session has printed [`PARSE_AT`] bytes, been read, or asked a query that needs the grid, it
@@ -32,9 +32,11 @@
 //! are cut from the copy of the output forwarded to attached terminals, so an attaching
 //! terminal never answers too.
 //!
-//! Layout: this file holds the model, its drain and its readers; `pool.rs` the grid workers;
-//! `forward.rs` the copy of the output attached terminals see.
+//! Layout: this file holds the model, its drain and its readers; `backlog.rs` where the
+//! output not parsed yet is; `pool.rs` the grid workers; `forward.rs` the copy of the output
+//! attached terminals see; `store.rs` and `saved.rs` the screen memory the keeper holds.
 
+mod backlog;
 mod forward;
 mod pool;
 #[cfg(test)]
@@ -45,8 +47,9 @@ pub mod store;
 pub use pool::{pool, Pool};
 
 use crate::answers::{self, GridQuery, Prepared};
-use crate::grid::{Grid, Lines, RawRing, Row};
+use crate::grid::{Grid, Lines, Row};
 use crate::screen::{LightScreen, ScreenEvent, ScreenFlags};
+use backlog::Backlog;
 use forward::Forwarder;
 use maxx_protocol::limits::{MIN_COLS, RAW_RING_BYTES};
 use maxx_protocol::request::{TextPattern, TextWait};
@@ -59,7 +62,7 @@ use store::Store;
 /// Bytes parsed per hold of the grid lock (a reader waits at most this long).
 const SLICE_BYTES: usize = 64 * 1024;
 /// Backlog at which the grid workers parse it even though nobody reads: well before the
-/// ring is full, so a program printing steadily rarely waits for the grid.
+/// backlog is full, so a program printing steadily rarely waits for the grid.
 pub const PARSE_AT: usize = RAW_RING_BYTES / 2;
 /// Output parsed while more keeps coming before the patterns are matched anyway.
 const MATCH_EVERY: usize = 1024 * 1024;
@@ -125,7 +128,7 @@ pub type AnswerSink = Box<dyn Fn(Vec<u8>) + Send + Sync>;
 /// What the drain path maintains, under one lock.
 struct Drain {
     /// Output the grid has not parsed yet (all of it while there is no grid).
-    ring: RawRing,
+    backlog: Backlog,
     light: LightScreen,
     /// Someone is attached: chunks go to the session actor too, minus the queries.
     forward: Option<Forwarder>,
@@ -166,6 +169,29 @@ impl Drain {
         if let (Some(sink), false) = (&self.sink, bytes.is_empty()) {
             sink(bytes);
         }
+    }
+
+    /// Log a record of `body` bytes in the screen memory, if there is one: `log` does it. A
+    /// record that would outrun the memory loses it (a next daemon starts this screen empty),
+    /// so the backlog is copied out of its log first.
+    fn log(&mut self, body: usize, log: impl FnOnce(&mut Store)) {
+        let Some(store) = self.store.as_mut() else {
+            return;
+        };
+        if !store.fits(body) {
+            self.backlog.switch_to_ring(store);
+        }
+        log(store);
+    }
+
+    /// Up to `max` bytes of the backlog from stream offset `from` on.
+    fn backlog_from(&self, from: u64, max: usize) -> Vec<u8> {
+        self.backlog.copy_from(self.store.as_ref(), from, max)
+    }
+
+    /// The grid has parsed up to stream offset `upto`.
+    fn consume_to(&mut self, upto: u64) {
+        self.backlog.consume_to(self.store.as_ref(), upto);
     }
 }
 
@@ -228,7 +254,7 @@ impl ScreenModel {
     pub fn new(notify: Notify) -> Arc<ScreenModel> {
         Arc::new(ScreenModel {
             drain: Mutex::new(Drain {
-                ring: RawRing::default(),
+                backlog: Backlog::default(),
                 light: LightScreen::default(),
                 forward: None,
                 generation: 0,
@@ -255,7 +281,7 @@ impl ScreenModel {
         })
     }
 
-    /// New output from the pump of surface `generation`: the light pass and the ring;
+    /// New output from the pump of surface `generation`: the light pass and the backlog;
     /// answers the queries it can at once, and wakes whoever must parse.
     pub fn drain(self: &Arc<Self>, generation: u64, bytes: &[u8]) -> Drained {
         self.take_in(generation, bytes, false)
@@ -270,13 +296,11 @@ impl ScreenModel {
         }
         if !replay {
             // Logged before it counts as read: a daemon killed from here on loses nothing.
-            if let Some(store) = d.store.as_mut() {
-                store.output(bytes);
-            }
+            d.log(bytes.len(), |store| store.output(bytes));
         }
-        let at = d.ring.total();
+        let at = d.backlog.total();
         let events = d.light.advance(bytes);
-        d.ring.push(bytes);
+        d.backlog.push(bytes);
         let checkpoint = !replay && self.want_checkpoint(&mut d, bytes);
         let mut urgent = false;
         let mut cuts = Vec::new();
@@ -313,8 +337,8 @@ impl ScreenModel {
             f.cuts.extend(cuts);
             (f.filter(&mut dr.light, at, bytes), at + bytes.len() as u64)
         });
-        let backlog = d.ring.len();
-        let full = d.ring.full();
+        let backlog = d.backlog.len();
+        let full = d.backlog.full();
         drop(d);
         if backlog >= PARSE_AT || checkpoint {
             self.schedule();
@@ -342,7 +366,7 @@ impl ScreenModel {
 
     /// Whether the backlog is full (the pump must not read).
     pub fn full(&self) -> bool {
-        lock(&self.drain).ring.full()
+        lock(&self.drain).backlog.full()
     }
 
     /// Forget all output, modes and the grid (a new surface starts a fresh terminal of
@@ -351,7 +375,7 @@ impl ScreenModel {
     pub fn reset(&self, cols: u16, rows: u16, scrollback: usize) -> u64 {
         let mut grid = lock(&self.grid);
         let mut d = lock(&self.drain);
-        d.ring = RawRing::default();
+        d.backlog = Backlog::default();
         d.light = LightScreen::new(rows);
         d.forward = None;
         d.generation += 1;
@@ -386,13 +410,11 @@ impl ScreenModel {
         let mut slot = lock(&self.grid);
         let mut d = lock(&self.drain);
         if !replay {
-            if let Some(store) = d.store.as_mut() {
-                store.resize(cols, rows);
-            }
+            d.log(4, |store| store.resize(cols, rows));
         }
         d.light.resized(rows);
         d.size = (cols, rows);
-        let at = d.ring.total();
+        let at = d.backlog.total();
         match slot.as_mut() {
             Some(grid) if grid.fed() == at && d.answers.is_empty() => {
                 drop(d);
@@ -418,7 +440,7 @@ impl ScreenModel {
 
     /// Output not parsed yet, in bytes.
     pub fn backlog(&self) -> usize {
-        lock(&self.drain).ring.len()
+        lock(&self.drain).backlog.len()
     }
 
     /// Start (or keep) forwarding output for an attachment: bytes that repaint the current
@@ -440,7 +462,7 @@ impl ScreenModel {
             }
             d.forward = Some(f);
         }
-        let upto = d.ring.total();
+        let upto = d.backlog.total();
         drop(d);
         (grid.repaint(region, kitty, title.as_deref()), upto)
     }
@@ -460,18 +482,22 @@ impl ScreenModel {
     /// Materialise the grid in `slot` if needed and catch it up with all output so far.
     fn caught_up<'g>(&self, slot: &'g mut Option<Box<Grid>>) -> &'g mut Grid {
         let grid = self.materialised(slot);
-        let target = lock(&self.drain).ring.total();
+        let target = lock(&self.drain).backlog.total();
         while self.feed_slice(grid, target) {}
         grid.finish_feed();
         grid
     }
 
     /// The grid in `slot`, made if there is none yet: the output stream from its first
-    /// byte is still all in the ring then.
+    /// byte is still all in the backlog then.
     fn materialised<'g>(&self, slot: &'g mut Option<Box<Grid>>) -> &'g mut Grid {
         slot.get_or_insert_with(|| {
             let d = lock(&self.drain);
-            debug_assert_eq!(d.ring.start(), 0, "without a grid, no output was consumed");
+            debug_assert_eq!(
+                d.backlog.start(),
+                0,
+                "without a grid, no output was consumed"
+            );
             let (cols, rows) = d.base;
             let mut g = Box::new(Grid::new(cols, rows, d.scrollback));
             // Pending patterns are matched against what changes from now on.
@@ -495,7 +521,7 @@ impl ScreenModel {
                 d = lock(&self.drain);
             }
             let fed = grid.fed();
-            let target = target.min(d.ring.total());
+            let target = target.min(d.backlog.total());
             if fed >= target {
                 return false;
             }
@@ -509,17 +535,17 @@ impl ScreenModel {
             if let Some((at, _)) = d.pending.as_ref().filter(|(at, _)| *at > fed) {
                 stop = stop.min(*at);
             }
-            d.ring.copy_from(fed, (stop - fed) as usize)
+            d.backlog_from(fed, (stop - fed) as usize)
         };
         if slice.is_empty() {
             return false;
         }
         feed_guarded(grid, &slice, self.watched.load(Ordering::Acquire));
         let mut d = lock(&self.drain);
-        let was_full = d.ring.full();
-        d.ring.consume_to(grid.fed());
+        let was_full = d.backlog.full();
+        d.consume_to(grid.fed());
         self.settle(&mut d, grid);
-        if was_full && !d.ring.full() {
+        if was_full && !d.backlog.full() {
             self.space.notify_one();
         }
         true
@@ -636,11 +662,11 @@ impl ScreenModel {
         let watched = self.watched.load(Ordering::Acquire);
         {
             let d = lock(&self.drain);
-            if !watched && d.ring.len() < PARSE_AT && d.pending.is_none() {
+            if !watched && d.backlog.len() < PARSE_AT && d.pending.is_none() {
                 return Looked::Done;
             }
         }
-        let target = lock(&self.drain).ring.total();
+        let target = lock(&self.drain).backlog.total();
         loop {
             let mut guard = lock(&self.grid);
             let grid = self.materialised(&mut guard);

@@ -1,6 +1,7 @@
 //! A screen rebuilt by a new daemon from the memory a dead one left equals the screen the
 //! dead one had: the differential check of `store.rs` + [`ScreenModel::recover`].
 
+use super::backlog::Backlog;
 use super::store::Store;
 use super::tests::{fingerprint, model, step, Step};
 use super::*;
@@ -28,10 +29,66 @@ fn same(a: &str, b: &str, what: &str) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// The screen memory of `m` as a daemon killed now would leave it: a copy, as the next
+/// daemon must not share a file the live model (and the grid workers it may still have
+/// queued) go on writing — a backlog is read from the log, so a checkpoint another model
+/// wrote into a shared file would move it away under the reader.
+fn left_by(m: &ScreenModel) -> std::os::fd::OwnedFd {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    let from = m.screen_fd().expect("a screen memory");
+    // Every write into it is made under this lock: the copy is of one instant.
+    let _writes = lock(&m.drain);
+    // SAFETY: plain syscalls on descriptors this function owns; every result is checked.
+    unsafe {
+        let raw = libc::memfd_create(
+            c"copy".as_ptr(),
+            libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING,
+        );
+        assert!(raw >= 0);
+        let to = OwnedFd::from_raw_fd(raw);
+        assert_eq!(libc::ftruncate(raw, store::FILE_BYTES as libc::off_t), 0);
+        // Only the pages written (the file is sparse: 128 MiB of address space).
+        let mut at: libc::off_t = 0;
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let data = libc::lseek(from.as_raw_fd(), at, libc::SEEK_DATA);
+            if data < 0 {
+                break;
+            }
+            let hole = libc::lseek(from.as_raw_fd(), data, libc::SEEK_HOLE);
+            let mut off = data;
+            while off < hole {
+                let n = ((hole - off) as usize).min(buf.len());
+                assert_eq!(
+                    libc::pread(from.as_raw_fd(), buf.as_mut_ptr().cast(), n, off),
+                    n as isize
+                );
+                assert_eq!(libc::pwrite(raw, buf.as_ptr().cast(), n, off), n as isize);
+                off += n as libc::off_t;
+            }
+            at = hole;
+        }
+        let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
+        assert_eq!(libc::fcntl(raw, libc::F_ADD_SEALS, seals), 0);
+        to
+    }
+}
+
 /// `steps` through a model that logs into a store, then a second model (another size and
 /// scrollback, as a new daemon's record might say) rebuilt from that store: both read the
 /// same, and go on reading the same after more output.
 fn recovered_equals_original(steps: &[Step], checkpoint_at: usize) -> Result<bool, TestCaseError> {
+    recovered_parsed_as(steps, checkpoint_at, checkpoint_at < usize::MAX)
+}
+
+/// [`recovered_equals_original`], the output parsed after every chunk (`parse_each`: the
+/// checkpoints land at the same points on every run) or only at the reads and when the grid
+/// workers get to it (a checkpoint then starts its log with the backlog behind it).
+fn recovered_parsed_as(
+    steps: &[Step],
+    checkpoint_at: usize,
+    parse_each: bool,
+) -> Result<bool, TestCaseError> {
     let (m, _, _, g) = model();
     m.keep_screen(g, Store::create(40, 5, 100).unwrap());
     m.checkpoint_at(checkpoint_at);
@@ -50,8 +107,7 @@ fn recovered_equals_original(steps: &[Step], checkpoint_at: usize) -> Result<boo
         match s {
             Step::Out(bytes) => {
                 m.drain(g, bytes);
-                if checkpoint_at < usize::MAX {
-                    // Parsed at once: checkpoints land at the same points on every run.
+                if parse_each {
                     drop(m.grid());
                 }
             }
@@ -68,10 +124,9 @@ fn recovered_equals_original(steps: &[Step], checkpoint_at: usize) -> Result<boo
         &fingerprint(&reference),
         "live vs fed from the start",
     )?;
-    let fd = m.screen_fd().unwrap();
     let n = ScreenModel::new(Box::new(|_| {}));
     let g2 = n.reset(80, 24, 10_000);
-    prop_assert_eq!(n.recover(g2, fd), Ok(100));
+    prop_assert_eq!(n.recover(g2, left_by(&m)), Ok(100));
     same(
         &fingerprint(&n.grid()),
         &fingerprint(&m.grid()),
@@ -89,7 +144,7 @@ fn recovered_equals_original(steps: &[Step], checkpoint_at: usize) -> Result<boo
     )?;
     let third = ScreenModel::new(Box::new(|_| {}));
     let g3 = third.reset(80, 24, 10_000);
-    prop_assert_eq!(third.recover(g3, n.screen_fd().unwrap()), Ok(100));
+    prop_assert_eq!(third.recover(g3, left_by(&n)), Ok(100));
     same(
         &fingerprint(&third.grid()),
         &fingerprint(&m.grid()),
@@ -133,6 +188,23 @@ proptest! {
         steps in prop::collection::vec(step(), 1..80)
     ) {
         recovered_equals_original(&steps, 64)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(48),
+        rng_seed: proptest::test_runner::RngSeed::Fixed(2022),
+        ..ProptestConfig::default()
+    })]
+
+    /// Checkpoints taken while output and resizes wait to be parsed: the log a checkpoint
+    /// starts is the one the backlog is read from.
+    #[test]
+    fn checkpoints_behind_a_backlog_rebuild_the_screen_exactly(
+        steps in prop::collection::vec(step(), 1..80)
+    ) {
+        recovered_parsed_as(&steps, 64, false)?;
     }
 }
 
@@ -203,11 +275,11 @@ fn a_full_screen_program_is_checkpointed_at_the_default_cadence() {
     assert!(m.grid().alt_screen());
 }
 
-/// Checkpoints taken while the backlog wraps around the ring's end and holds a resize (where
-/// exactly depends on when the grid workers parse: `saved::tests` pins the log's pieces): a
-/// screen rebuilt from the last one equals the live one.
+/// Checkpoints taken while a long backlog holding a resize is read from the log (where
+/// exactly depends on when the grid workers parse: `store::tests` pins the log a checkpoint
+/// keeps): a screen rebuilt from the last one equals the live one.
 #[test]
-fn checkpoints_while_the_backlog_wraps_the_ring_rebuild_exactly() {
+fn checkpoints_behind_a_long_backlog_rebuild_exactly() {
     let (m, _, _, g) = model();
     m.keep_screen(g, Store::create(40, 5, 100).unwrap());
     let mut i = 0;
@@ -232,8 +304,78 @@ fn checkpoints_while_the_backlog_wraps_the_ring_rebuild_exactly() {
     assert!(m.checkpointed());
     let n = ScreenModel::new(Box::new(|_| {}));
     let g2 = n.reset(80, 24, 10_000);
-    assert_eq!(n.recover(g2, m.screen_fd().unwrap()), Ok(100));
+    assert_eq!(n.recover(g2, left_by(&m)), Ok(100));
     assert_eq!(fingerprint(&n.grid()), fingerprint(&m.grid()));
+}
+
+/// Output that outruns the screen memory while a backlog is read from its log: the backlog
+/// is copied out before the log is given back, so the live screen misses nothing (only a
+/// next daemon would start it empty), and later output is parsed from the copy.
+#[test]
+fn a_backlog_outlives_the_screen_memory_it_was_read_from() {
+    let (m, _, _, g) = model();
+    let mut store = Store::create(40, 5, 100).unwrap();
+    store.set_log_max(4096);
+    m.keep_screen(g, store);
+    m.checkpoint_at(usize::MAX);
+    let mut reference = Grid::new(40, 5, 100);
+    // Lines `from..to` to both, the resize to 30x7 before line `resize_at`.
+    let feed = |reference: &mut Grid, lines: std::ops::Range<usize>, resize_at: Option<usize>| {
+        for i in lines {
+            let line = format!("\x1b[3{}mline {i}\x1b[0m\t日本\r\n", i % 8).into_bytes();
+            if resize_at == Some(i) {
+                reference.finish_feed();
+                reference.resize(30, 7);
+                m.resize(30, 7);
+            }
+            reference.feed(&line);
+            m.drain(g, &line);
+        }
+    };
+    feed(&mut reference, 0..40, None);
+    // Some of it parsed: the rest is a backlog in the log when the log runs out.
+    drop(m.grid());
+    feed(&mut reference, 40..240, Some(140));
+    assert!(m.screen_lost());
+    reference.finish_feed();
+    assert_eq!(fingerprint(&m.grid()), fingerprint(&reference));
+    feed(&mut reference, 240..290, None);
+    reference.finish_feed();
+    assert_eq!(fingerprint(&m.grid()), fingerprint(&reference));
+}
+
+/// A recovered model holds the replayed output in a ring until it is parsed (it lies in the
+/// log ahead of where a cursor would start); a checkpoint taken before that starts its log
+/// from the ring's backlog (`saved::tests` pins its pieces), and a third daemon rebuilds the
+/// screen from it exactly.
+#[test]
+fn a_checkpoint_before_a_recovered_backlog_is_parsed_rebuilds_exactly() {
+    let line = |i: usize| format!("\x1b[3{}mline {i}\x1b[0m\t日本\r\n", i % 8).into_bytes();
+    let (m, _, _, g) = model();
+    m.keep_screen(g, Store::create(40, 5, 100).unwrap());
+    for i in 0..50 {
+        m.drain(g, &line(i));
+    }
+    let n = ScreenModel::new(Box::new(|_| {}));
+    let g2 = n.reset(80, 24, 10_000);
+    assert_eq!(n.recover(g2, left_by(&m)), Ok(100));
+    assert!(matches!(lock(&n.drain).backlog, Backlog::Ring(_)));
+    n.checkpoint_at(64);
+    {
+        // Nobody parses while these come in: the checkpoint due at the first one is taken
+        // with the others behind it, still in the ring.
+        let _parsing = lock(&n.grid);
+        for i in 50..60 {
+            m.drain(g, &line(i));
+            n.drain(g2, &line(i));
+        }
+    }
+    assert_eq!(fingerprint(&n.grid()), fingerprint(&m.grid()));
+    assert!(n.checkpointed());
+    let third = ScreenModel::new(Box::new(|_| {}));
+    let g3 = third.reset(80, 24, 10_000);
+    assert_eq!(third.recover(g3, left_by(&n)), Ok(100));
+    assert_eq!(fingerprint(&third.grid()), fingerprint(&m.grid()));
 }
 
 /// A store that cannot be trusted leaves the screen empty, the model usable.

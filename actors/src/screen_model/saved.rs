@@ -3,7 +3,8 @@
 //! of the light pass and the grid at ground points of the stream, and rebuilding a screen
 //! from what a dead daemon left.
 
-use super::store::{self, Record, Store};
+use super::backlog::Backlog;
+use super::store::{self, Record, Store, Tail};
 use super::{lock, Drain, ScreenModel, CHECKPOINT_AT};
 use crate::grid::{Grid, RawRing};
 use crate::screen::LightScreen;
@@ -16,6 +17,8 @@ impl ScreenModel {
     pub fn keep_screen(&self, generation: u64, store: Store) {
         let mut d = lock(&self.drain);
         if d.generation == generation {
+            let d = &mut *d;
+            d.backlog.switch_to_log(Some(&store));
             d.store = Some(store);
         }
     }
@@ -31,13 +34,14 @@ impl ScreenModel {
         generation: u64,
     ) -> std::io::Result<Option<(store::Staging, std::os::fd::OwnedFd)>> {
         let mut d = lock(&self.drain);
-        if d.generation != generation || d.store.is_some() || d.ring.total() != 0 {
+        if d.generation != generation || d.store.is_some() || d.backlog.total() != 0 {
             return Ok(None);
         }
         let (cols, rows) = d.size;
         let store = Store::create(cols, rows, d.scrollback)?;
         let fd = store.fd().try_clone_to_owned()?;
         let staging = store.staging();
+        d.backlog.switch_to_log(Some(&store));
         d.store = Some(store);
         Ok(Some((staging, fd)))
     }
@@ -96,9 +100,12 @@ impl ScreenModel {
         {
             let mut grid = lock(&self.grid);
             let mut d = lock(&self.drain);
-            if d.generation != generation || d.ring.total() != 0 {
+            if d.generation != generation || d.backlog.total() != 0 {
                 return Err("the surface already started");
             }
+            // The replayed output is held here until it is parsed: it lies in the log
+            // ahead of where a cursor would start.
+            d.backlog = Backlog::default();
             d.base = (saved.cols, saved.rows);
             d.size = (saved.cols, saved.rows);
             d.scrollback = saved.scrollback;
@@ -109,7 +116,7 @@ impl ScreenModel {
                 }
                 Some((light, g)) => {
                     d.size = (g.cols(), g.rows());
-                    d.ring = RawRing::starting_at(g.fed());
+                    d.backlog = Backlog::Ring(RawRing::starting_at(g.fed()));
                     d.light = light;
                     *grid = Some(Box::new(g));
                 }
@@ -141,7 +148,7 @@ impl ScreenModel {
         }
         match d.light.checkpoint() {
             Some(light) => {
-                d.pending = Some((d.ring.total(), light));
+                d.pending = Some((d.backlog.total(), light));
                 true
             }
             None => false,
@@ -170,18 +177,34 @@ impl ScreenModel {
         if !encoded || at != grid.fed() {
             return;
         }
-        // The pieces borrow the ring while the store, beside it in the drain, writes them.
         let Drain {
-            ring,
+            backlog,
             store,
             resizes,
             scrollback,
             ..
         } = &mut *d;
-        let (a, b) = ring.since(at);
-        let tail = log_pieces([a, b], at, resizes.iter().copied());
-        if let Some(store) = store.as_mut() {
-            store.checkpoint(grid.cols(), grid.rows(), *scrollback, &blob.0, &tail);
+        let Some(store) = store.as_mut() else {
+            return;
+        };
+        let (cols, rows) = (grid.cols(), grid.rows());
+        match backlog {
+            // The pieces borrow the ring while the store, beside it in the drain, writes them.
+            Backlog::Ring(ring) => {
+                let (a, b) = ring.since(at);
+                let tail = log_pieces([a, b], at, resizes.iter().copied());
+                store.checkpoint(cols, rows, *scrollback, &blob.0, Tail::Pieces(&tail));
+            }
+            // The log from the checkpoint's offset on is the backlog, with the resizes not
+            // applied yet at their places.
+            Backlog::Log { cursor, start, .. } => {
+                let mut from = *cursor;
+                store.advance(&mut from, at.saturating_sub(*start) as usize);
+                if store.checkpoint(cols, rows, *scrollback, &blob.0, Tail::Log(&mut from)) {
+                    *cursor = from;
+                    *start = at;
+                }
+            }
         }
     }
 }

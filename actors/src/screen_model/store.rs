@@ -144,6 +144,25 @@ pub enum Piece<'a> {
     Resize(u16, u16),
 }
 
+/// What a checkpoint's log starts with ([`Store::checkpoint`]).
+pub enum Tail<'a> {
+    /// These records.
+    Pieces(&'a [Piece<'a>]),
+    /// The active log's records from this place on, as they lie (the resizes right at it
+    /// left out: they took effect before the checkpoint). On success the cursor is moved to
+    /// the same place in the new log: its start.
+    Log(&'a mut LogCursor),
+}
+
+/// A place in the active slot's log: the record at byte `pos` of the log, of whose output
+/// the first `skip` bytes lie behind it. The grid's backlog is read from the log through one
+/// ([`Store::read_log`], [`Store::advance`]) instead of being held a second time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LogCursor {
+    pos: usize,
+    skip: usize,
+}
+
 /// What a store held when a new daemon opened it.
 #[derive(Debug)]
 pub struct Saved {
@@ -300,6 +319,8 @@ pub struct Store {
     log_len: usize,
     ckpt_len: usize,
     lost: bool,
+    /// [`LOG_MAX`] (tests lower it).
+    log_max: usize,
 }
 
 // SAFETY: the slots and header are only written through `&mut self` (the staging area is
@@ -374,6 +395,7 @@ impl Store {
             log_len: 0,
             ckpt_len: 0,
             lost: false,
+            log_max: LOG_MAX,
         })
     }
 
@@ -506,18 +528,41 @@ impl Store {
         rows: u16,
         scrollback: usize,
         blob: &[u8],
-        tail: &[Piece],
+        tail: Tail,
     ) -> bool {
-        let tail_len: usize = tail
-            .iter()
-            .map(|r| match r {
-                Piece::Output([a, b]) => 4 + a.len() + b.len(),
-                Piece::Resize(..) => 8,
-            })
-            .sum();
+        // For a tail from the log: the rest of a record the cursor is inside of (where it
+        // lies in the file, its length), then the log's bytes from `from` on, as they lie.
+        let log = SLOTS_AT + self.active * SLOT_BYTES + self.ckpt_len;
+        let mut from = self.log_len;
+        let mut partial = (0, 0);
+        let tail_len: usize = match &tail {
+            Tail::Pieces(pieces) => pieces
+                .iter()
+                .map(|r| match r {
+                    Piece::Output([a, b]) => 4 + a.len() + b.len(),
+                    Piece::Resize(..) => 8,
+                })
+                .sum(),
+            Tail::Log(cursor) => {
+                let mut pos = cursor.pos;
+                if cursor.skip > 0 {
+                    let (data, len) = self.record_at(pos);
+                    let skip = cursor.skip.min(data.len());
+                    partial = (log + pos + 4 + skip, data.len() - skip);
+                    pos += len;
+                } else {
+                    while pos < self.log_len && self.record_at(pos).0.is_empty() {
+                        pos += 8;
+                    }
+                }
+                from = pos.min(self.log_len);
+                let head = if partial.1 == 0 { 0 } else { 4 + partial.1 };
+                head + self.log_len - from
+            }
+        };
         if self.lost
             || blob.len() + tail_len > SLOT_BYTES
-            || tail_len > LOG_MAX
+            || tail_len > self.log_max
             || !valid_size(cols, rows, scrollback)
         {
             return false;
@@ -526,7 +571,22 @@ impl Store {
         let slot = SLOTS_AT + other * SLOT_BYTES;
         self.bytes_mut(slot, blob.len()).copy_from_slice(blob);
         let mut at = slot + blob.len();
-        for r in tail {
+        let pieces = match tail {
+            Tail::Pieces(pieces) => pieces,
+            Tail::Log(cursor) => {
+                let (part_at, part_len) = partial;
+                if part_len > 0 {
+                    self.bytes_mut(at, 4)
+                        .copy_from_slice(&(part_len as u32).to_le_bytes());
+                    self.copy_across(part_at, at + 4, part_len);
+                    at += 4 + part_len;
+                }
+                self.copy_across(log + from, at, self.log_len - from);
+                *cursor = LogCursor::default();
+                &[]
+            }
+        };
+        for r in pieces {
             match r {
                 Piece::Output(parts) => {
                     let len = parts[0].len() + parts[1].len();
@@ -562,6 +622,81 @@ impl Store {
         true
     }
 
+    /// Whether a record of `body` bytes fits in the log: logging one that does not loses the
+    /// store ([`Self::lost`]).
+    pub fn fits(&self, body: usize) -> bool {
+        !self.lost && self.log_len + 4 + body <= self.log_max && body < RESIZE as usize
+    }
+
+    /// Where the log ends now: what is logged from here on comes after it.
+    pub fn log_end(&self) -> LogCursor {
+        LogCursor {
+            pos: self.log_len,
+            skip: 0,
+        }
+    }
+
+    /// The record at byte `pos` of the active log (this daemon's own, or one [`Store::open`]
+    /// checked): its output (empty for a resize) and its length with its header.
+    fn record_at(&self, pos: usize) -> (&[u8], usize) {
+        assert!(pos + 4 <= self.log_len, "a log cursor past the log");
+        let log = SLOTS_AT + self.active * SLOT_BYTES + self.ckpt_len;
+        let head = self.get_u32(log + pos);
+        if head & RESIZE != 0 {
+            return (&[], 8);
+        }
+        let len = head as usize;
+        assert!(pos + 4 + len <= self.log_len, "a cut record in the log");
+        (self.bytes(log + pos + 4, len), 4 + len)
+    }
+
+    /// Append to `out` up to `max` bytes of the output logged after `cursor` (resizes are
+    /// not output).
+    pub fn read_log(&self, cursor: LogCursor, max: usize, out: &mut Vec<u8>) {
+        let LogCursor { mut pos, mut skip } = cursor;
+        let mut want = max;
+        while want > 0 && pos < self.log_len {
+            let (data, len) = self.record_at(pos);
+            let part = &data[skip.min(data.len())..];
+            let take = part.len().min(want);
+            out.extend_from_slice(&part[..take]);
+            want -= take;
+            pos += len;
+            skip = 0;
+        }
+    }
+
+    /// Move `cursor` past the next `n` bytes of output (and the resizes before them); it
+    /// stops at the log's end.
+    pub fn advance(&self, cursor: &mut LogCursor, mut n: usize) {
+        while n > 0 && cursor.pos < self.log_len {
+            let (data, len) = self.record_at(cursor.pos);
+            let take = (data.len() - cursor.skip.min(data.len())).min(n);
+            cursor.skip += take;
+            n -= take;
+            if cursor.skip >= data.len() {
+                cursor.pos += len;
+                cursor.skip = 0;
+            }
+        }
+        debug_assert_eq!(n, 0, "advanced past the log's end");
+    }
+
+    /// Copy `len` bytes of the file from `from` to `to` (ranges that do not overlap).
+    fn copy_across(&mut self, from: usize, to: usize, len: usize) {
+        assert!(from + len <= FILE_BYTES && to + len <= FILE_BYTES);
+        assert!(from + len <= to || to + len <= from, "overlapping ranges");
+        // SAFETY: both ranges inside the mapping (checked) and apart (checked); `&mut self`
+        // makes this the only writer in this process.
+        unsafe { std::ptr::copy_nonoverlapping(self.base.add(from), self.base.add(to), len) };
+    }
+
+    /// Lower the log's bound (tests: reaching 32 MiB takes long).
+    #[cfg(test)]
+    pub fn set_log_max(&mut self, bytes: usize) {
+        self.log_max = bytes;
+    }
+
     /// Log output the pump read.
     pub fn output(&mut self, bytes: &[u8]) {
         if bytes.is_empty() {
@@ -583,7 +718,7 @@ impl Store {
             return;
         }
         let len = 4 + body.len();
-        if self.log_len + len > LOG_MAX || body.len() >= RESIZE as usize {
+        if !self.fits(body.len()) {
             self.lose();
             return;
         }
@@ -806,6 +941,99 @@ mod tests {
                 Record::Resize(..) => None,
             })
             .collect()
+    }
+
+    /// The backlog read from the log through a cursor is the output logged after it, in
+    /// order, resizes left out, wherever the cursor is moved to.
+    #[test]
+    fn a_cursor_reads_the_output_logged_after_it() {
+        let mut s = Store::create(80, 24, 0).unwrap();
+        s.output(b"before");
+        let start = s.log_end();
+        s.output(b"hello");
+        s.resize(100, 30);
+        s.resize(90, 20);
+        s.output(b" world");
+        s.output(b"!");
+        let all = b"hello world!";
+        for skip in 0..=all.len() {
+            for max in 0..=all.len() + 1 {
+                let mut at = start;
+                s.advance(&mut at, skip);
+                let mut out = Vec::new();
+                s.read_log(at, max, &mut out);
+                let want = &all[skip..(skip + max).min(all.len())];
+                assert_eq!(out, want, "skip {skip}, max {max}");
+            }
+        }
+        // Past every byte: at the log's end, from where new output is read.
+        let mut at = start;
+        s.advance(&mut at, all.len());
+        assert_eq!(at, s.log_end());
+        s.output(b"new");
+        let mut out = Vec::new();
+        s.read_log(at, 100, &mut out);
+        assert_eq!(out, b"new");
+    }
+
+    /// A checkpoint whose log is the active log from a cursor on: the rest of the record the
+    /// cursor is inside of, then every record after it as it lies; the resizes right at a
+    /// cursor between records are left out (they took effect before the checkpoint). A next
+    /// daemon reads exactly that, and the cursor moves to the new log's start.
+    #[test]
+    fn a_checkpoint_keeps_the_log_after_its_cursor() {
+        let logged = |s: &mut Store| {
+            s.output(b"parsed");
+            s.resize(100, 30);
+            s.output(b"abcdef");
+            s.resize(90, 20);
+            s.output(b"tail");
+        };
+        // Inside a record: its rest, then everything after it.
+        let mut s = Store::create(80, 24, 0).unwrap();
+        logged(&mut s);
+        let mut at = LogCursor::default();
+        s.advance(&mut at, b"parsed".len() + 2);
+        assert!(s.checkpoint(100, 30, 0, b"CKPT", Tail::Log(&mut at)));
+        assert_eq!(at, LogCursor::default());
+        let mut out = Vec::new();
+        s.read_log(at, 100, &mut out);
+        assert_eq!(out, b"cdeftail");
+        let (_, saved) = reopen(&s).unwrap();
+        assert_eq!((saved.cols, saved.rows), (100, 30));
+        assert_eq!(saved.checkpoint, b"CKPT");
+        assert_eq!(
+            saved.log,
+            [
+                Record::Output(b"cdef".to_vec()),
+                Record::Resize(90, 20),
+                Record::Output(b"tail".to_vec()),
+            ]
+        );
+        // Between records, at a resize: the resize is left out, the rest kept.
+        let mut s = Store::create(80, 24, 0).unwrap();
+        logged(&mut s);
+        let mut at = LogCursor::default();
+        s.advance(&mut at, b"parsed".len());
+        assert!(s.checkpoint(100, 30, 0, b"CKPT", Tail::Log(&mut at)));
+        let (_, saved) = reopen(&s).unwrap();
+        assert_eq!(
+            saved.log,
+            [
+                Record::Output(b"abcdef".to_vec()),
+                Record::Resize(90, 20),
+                Record::Output(b"tail".to_vec()),
+            ]
+        );
+        // A second checkpoint, from the new log, at its end: an empty log.
+        let mut end = LogCursor::default();
+        s.advance(&mut end, b"abcdeftail".len());
+        assert!(s.checkpoint(90, 20, 0, b"CKPT2", Tail::Log(&mut end)));
+        let (_, saved) = reopen(&s).unwrap();
+        assert_eq!(
+            (saved.checkpoint.as_slice(), saved.log.len()),
+            (&b"CKPT2"[..], 0)
+        );
     }
 
     #[test]
