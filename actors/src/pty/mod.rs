@@ -750,6 +750,9 @@ async fn read_chunk(io: &AsyncFd<OwnedFd>, output: &Output) -> Option<Drained> {
                 }
             }
             let drained = (filled > 0).then(|| output.drain(&buf[..filled]));
+            if let (Some(s), true) = (staging, filled > 0) {
+                s.logged(filled);
+            }
             (drained, closed)
         });
         if drained.is_some() {

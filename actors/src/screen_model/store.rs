@@ -206,6 +206,9 @@ impl Mapping {
 /// has not logged yet survives the daemon (see the module's "Staging").
 pub struct Staging {
     map: std::sync::Arc<Mapping>,
+    /// How far into the area chunks and armed reads reached since its pages were last given
+    /// back ([`Staging::logged`]).
+    reached: std::sync::atomic::AtomicUsize,
 }
 
 impl Staging {
@@ -267,6 +270,32 @@ impl Staging {
         seed_word.store(seed, Ordering::Release);
         let word = self.records() | ((at as u64 & 0xffff) << 16) | want as u64;
         arm.store(word, Ordering::Release);
+        self.reached.fetch_max(at + want, Ordering::Relaxed);
+    }
+
+    /// The chunk of `len` bytes read into the area was logged. Once chunks fit in one page
+    /// again, the pages a larger one reached are given back: a burst's pages would otherwise
+    /// stay memory for the session's life (a fleet of agent TUIs: ~20 KiB a session after
+    /// its first burst of tool output), while a flood, whose chunks are large, keeps them
+    /// instead of faulting them in again for every chunk. Nothing there is needed any more:
+    /// the chunk is logged, so its staged copy and its reads' arms are stale.
+    pub fn logged(&self, len: usize) {
+        let reached = self.reached.load(Ordering::Relaxed).max(len);
+        if len <= PAGE && reached > PAGE {
+            let end = reached.min(STAGE_BYTES).next_multiple_of(PAGE);
+            // SAFETY: pages inside the staging area of our own mapping; the pump, the
+            // area's only user, holds no slice of it across this (see `buf`).
+            unsafe {
+                libc::madvise(
+                    self.map.base.add(2 * PAGE).cast(),
+                    end - PAGE,
+                    libc::MADV_REMOVE,
+                );
+            }
+            self.reached.store(len, Ordering::Relaxed);
+        } else {
+            self.reached.store(reached, Ordering::Relaxed);
+        }
     }
 }
 
@@ -490,6 +519,7 @@ impl Store {
     pub fn staging(&self) -> Staging {
         Staging {
             map: self.map.clone(),
+            reached: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
@@ -941,6 +971,49 @@ mod tests {
                 Record::Resize(..) => None,
             })
             .collect()
+    }
+
+    /// The pages a large chunk reached in the staging area are given back once a chunk fits
+    /// in one page again, and only then: a flood's large chunks keep them.
+    #[test]
+    fn a_bursts_staging_pages_are_given_back_when_chunks_are_small_again() {
+        let s = Store::create(80, 24, 0).unwrap();
+        let staging = s.staging();
+        let fill = |len: usize, byte: u8| {
+            staging.begin();
+            // SAFETY: this test is the staging area's only user.
+            unsafe { staging.buf()[..len].fill(byte) };
+            staging.staged(len);
+            staging.logged(len);
+        };
+        // SAFETY: as above; read only between chunks.
+        let area = || unsafe { staging.buf().to_vec() };
+        fill(3 * PAGE, b'a');
+        fill(3 * PAGE - 1, b'b');
+        assert_eq!(
+            area()[3 * PAGE - 1],
+            b'a',
+            "a large chunk after a large one"
+        );
+        fill(100, b'c');
+        let now = area();
+        assert_eq!(&now[..100], &[b'c'; 100][..]);
+        assert!(
+            now[100..PAGE].iter().all(|&b| b == b'b'),
+            "the first page is kept"
+        );
+        assert!(
+            now[PAGE..].iter().all(|&b| b == 0),
+            "the others are given back"
+        );
+        // An armed read's reach counts too.
+        staging.begin();
+        // SAFETY: as above.
+        let region = unsafe { &mut staging.buf()[..2 * PAGE] };
+        staging.arm(region, 0);
+        staging.staged(10);
+        staging.logged(10);
+        assert!(area()[PAGE..].iter().all(|&b| b == 0));
     }
 
     /// The backlog read from the log through a cursor is the output logged after it, in
