@@ -378,6 +378,26 @@ fn a_checkpoint_before_a_recovered_backlog_is_parsed_rebuilds_exactly() {
     assert_eq!(fingerprint(&third.grid()), fingerprint(&m.grid()));
 }
 
+/// A screen memory replaced while a backlog is read from the old one's log: the backlog is
+/// copied out first, so nothing the grid has not parsed is lost or read from the new one.
+#[test]
+fn a_backlog_survives_its_screen_memory_being_replaced() {
+    let (m, _, _, g) = model();
+    m.keep_screen(g, Store::create(40, 5, 100).unwrap());
+    let mut reference = Grid::new(40, 5, 100);
+    let mut both = |bytes: &[u8]| {
+        reference.feed(bytes);
+        m.drain(g, bytes);
+    };
+    both(b"parsed\r\n");
+    drop(m.grid());
+    both(b"\x1b[31mwaiting\r\n");
+    m.keep_screen(g, Store::create(40, 5, 100).unwrap());
+    both(b"after\x1b[0m");
+    reference.finish_feed();
+    assert_eq!(fingerprint(&m.grid()), fingerprint(&reference));
+}
+
 /// A store that cannot be trusted leaves the screen empty, the model usable.
 #[test]
 fn a_refused_store_changes_nothing() {

@@ -18,6 +18,10 @@ impl ScreenModel {
         let mut d = lock(&self.drain);
         if d.generation == generation {
             let d = &mut *d;
+            // A backlog read from a memory this one replaces is copied out of it first.
+            if let Some(old) = d.store.as_ref() {
+                d.backlog.switch_to_ring(old);
+            }
             d.backlog.switch_to_log(Some(&store));
             d.store = Some(store);
         }
