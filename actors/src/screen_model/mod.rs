@@ -415,6 +415,13 @@ impl ScreenModel {
         d.light.resized(rows);
         d.size = (cols, rows);
         let at = d.backlog.total();
+        // A checkpoint pending at this very offset holds the light pass as it was before the
+        // resize (its scroll region, which a restored grid takes, included), while the grid
+        // will have applied the resize when it is written: it is taken at a later chunk end
+        // instead.
+        if d.pending.as_ref().is_some_and(|(p, _)| *p == at) {
+            d.pending = None;
+        }
         match slot.as_mut() {
             Some(grid) if grid.fed() == at && d.answers.is_empty() => {
                 drop(d);
