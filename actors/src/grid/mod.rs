@@ -43,7 +43,8 @@ use maxx_protocol::screen::Semantic;
 use std::collections::VecDeque;
 
 /// Output the grid has not parsed yet (all of it while no grid exists), with its position in
-/// the whole output stream, for a session without a screen memory to read it from. Bytes leave it only by being parsed ([`RawRing::consume_to`]),
+/// the whole output stream, where there is no screen memory's log to read it from
+/// (`screen_model/backlog.rs`). Bytes leave it only by being parsed ([`RawRing::consume_to`]),
 /// never by eviction: the pump stops reading the PTY while it holds [`RAW_RING_BYTES`], so
 /// the kernel's buffer pushes back on the program instead of the screen losing bytes.
 #[derive(Default)]

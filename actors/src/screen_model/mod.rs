@@ -4,14 +4,14 @@
 //! ([`ScreenModel::drain`]): the light pass (title, modes, OSC 133 D, and the queries the
 //! program asks its terminal: `screen.rs`) and the grid's backlog (`backlog.rs`: a cursor
 //! into the screen memory's log, which holds the bytes anyway, or a ring of its own), under
-//! one short lock — no actor message, no allocation. The session actor hears about a chunk only when
-//! it must: the program announced something (a title, a finished command), or a person is
-//! attached and needs the bytes.
+//! one short lock — no actor message, no allocation. The session actor hears about a chunk
+//! only when it must: the program announced something (a title, a finished command), or a
+//! person is attached and needs the bytes.
 //!
 //! **The screen is a function of the bytes.** The grid (alacritty_terminal) is fed every
 //! byte the program ever wrote, in order, with each resize applied at the stream offset
-//! where it happened: bytes leave the grid's backlog only by being parsed. When the backlog reaches [`RAW_RING_BYTES`] the pump stops reading until the grid
-//! catches up (the kernel's PTY buffer then pushes back on the program: nothing is dropped),
+//! where it happened: bytes leave the grid's backlog only by being parsed. When the backlog
+//! reaches [`RAW_RING_BYTES`] the pump stops reading until the grid catches up (the kernel's PTY buffer then pushes back on the program: nothing is dropped),
 //! so a snapshot, whenever it is taken, equals a grid fed every byte from the start. Until a
 //! session has printed [`PARSE_AT`] bytes, been read, or asked a query that needs the grid, it
 //! has no grid at all (an idle shell costs its few bytes of output); after that the backlog

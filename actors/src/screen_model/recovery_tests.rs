@@ -189,14 +189,6 @@ proptest! {
     ) {
         recovered_equals_original(&steps, 64)?;
     }
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(48),
-        rng_seed: proptest::test_runner::RngSeed::Fixed(2022),
-        ..ProptestConfig::default()
-    })]
 
     /// Checkpoints taken while output and resizes wait to be parsed: the log a checkpoint
     /// starts is the one the backlog is read from.
@@ -224,13 +216,15 @@ fn checkpoints_rebuild_the_screen_exactly_long() {
         .unwrap();
 }
 
-/// Checkpoints are really taken (and so tested) by the property above.
+/// Checkpoints are really taken (and so tested) by the properties above, whether the output
+/// is parsed after every chunk or only when the grid workers and readers get to it.
 #[test]
 fn checkpoints_are_taken() {
     let steps: Vec<Step> = (0..50)
         .map(|i| Step::Out(format!("\x1b[3{}mline {i}\t\x1b[0m日本\r\n", i % 8).into_bytes()))
         .collect();
     assert!(recovered_equals_original(&steps, 100).unwrap());
+    assert!(recovered_parsed_as(&steps, 100, false).unwrap());
 }
 
 /// After `before`, 700 KiB of a program redrawing five rows in place, at the default
@@ -346,7 +340,7 @@ fn a_backlog_outlives_the_screen_memory_it_was_read_from() {
 
 /// A recovered model holds the replayed output in a ring until it is parsed (it lies in the
 /// log ahead of where a cursor would start); a checkpoint taken before that starts its log
-/// from the ring's backlog (`saved::tests` pins its pieces), and a third daemon rebuilds the
+/// from the ring's backlog (`backlog::tests` pins its pieces), and a third daemon rebuilds the
 /// screen from it exactly.
 #[test]
 fn a_checkpoint_before_a_recovered_backlog_is_parsed_rebuilds_exactly() {

@@ -4,7 +4,7 @@
 //! from what a dead daemon left.
 
 use super::backlog::Backlog;
-use super::store::{self, Record, Store, Tail};
+use super::store::{self, Record, Store};
 use super::{lock, Drain, ScreenModel, CHECKPOINT_AT};
 use crate::grid::{Grid, RawRing};
 use crate::screen::LightScreen;
@@ -161,9 +161,9 @@ impl ScreenModel {
 
     /// The grid has parsed exactly up to the pending checkpoint's offset: write the
     /// checkpoint (`light`, the light pass there, then the grid) and start the log again
-    /// after it, from the backlog and the resizes not applied yet. Encoded into one buffer
-    /// sized for the last checkpoint, and the backlog logged from the ring as it lies: the
-    /// only temporary is the checkpoint itself (each one was copied three times, and jemalloc
+    /// after it, from the backlog and the resizes not applied yet ([`Backlog::checkpoint`]).
+    /// Encoded into one buffer sized for the last checkpoint, and the backlog copied as it
+    /// lies (from the old log, or the ring's halves): the only temporary is the checkpoint itself (each one was copied three times, and jemalloc
     /// keeps freed pages for seconds: checkpoints of a fleet come in bursts).
     pub(super) fn write_checkpoint(&self, grid: &mut Grid, light: Vec<u8>, last_len: usize) {
         let mut blob = crate::grid::Writer(Vec::with_capacity(
@@ -188,61 +188,13 @@ impl ScreenModel {
             scrollback,
             ..
         } = &mut *d;
-        let Some(store) = store.as_mut() else {
-            return;
-        };
-        let (cols, rows) = (grid.cols(), grid.rows());
-        match backlog {
-            // The pieces borrow the ring while the store, beside it in the drain, writes them.
-            Backlog::Ring(ring) => {
-                let (a, b) = ring.since(at);
-                let tail = log_pieces([a, b], at, resizes.iter().copied());
-                store.checkpoint(cols, rows, *scrollback, &blob.0, Tail::Pieces(&tail));
-            }
-            // The log from the checkpoint's offset on is the backlog, with the resizes not
-            // applied yet at their places.
-            Backlog::Log { cursor, start, .. } => {
-                let mut from = *cursor;
-                store.advance(&mut from, at.saturating_sub(*start) as usize);
-                if store.checkpoint(cols, rows, *scrollback, &blob.0, Tail::Log(&mut from)) {
-                    *cursor = from;
-                    *start = at;
-                }
-            }
+        if let Some(store) = store.as_mut() {
+            let (cols, rows) = (grid.cols(), grid.rows());
+            backlog.checkpoint(store, at, resizes.iter().copied(), |store, tail| {
+                store.checkpoint(cols, rows, *scrollback, &blob.0, tail)
+            });
         }
     }
-}
-
-/// The log a checkpoint at stream offset `at` starts: the backlog after it (`ring`: its two
-/// halves, as the ring holds it) cut at each resize not applied yet (`resizes`: stream
-/// offset, size), in order.
-fn log_pieces(
-    ring: [&[u8]; 2],
-    at: u64,
-    resizes: impl Iterator<Item = (u64, u16, u16)>,
-) -> Vec<store::Piece<'_>> {
-    let [a, b] = ring;
-    // Bytes `from..to` of the backlog, in the halves they lie in.
-    let part = |from: usize, to: usize| {
-        let first = |x: usize| x.min(a.len());
-        let second = |x: usize| x.saturating_sub(a.len());
-        store::Piece::Output([&a[first(from)..first(to)], &b[second(from)..second(to)]])
-    };
-    let backlog = a.len() + b.len();
-    let mut pieces = Vec::new();
-    let mut from = 0;
-    for (r_at, cols, rows) in resizes {
-        let r_at = (r_at - at) as usize;
-        if r_at > from {
-            pieces.push(part(from, r_at));
-            from = r_at;
-        }
-        pieces.push(store::Piece::Resize(cols, rows));
-    }
-    if from < backlog {
-        pieces.push(part(from, backlog));
-    }
-    pieces
 }
 
 /// The log length past which the next checkpoint is taken: [`CHECKPOINT_AT`], or eight times
@@ -294,40 +246,4 @@ fn restore_checkpoint(
         return Err("parts that do not agree");
     }
     Ok((light, grid))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The log a checkpoint starts is the backlog exactly, cut at each resize, wherever the
-    /// ring wraps: every cut against a wrap between them.
-    #[test]
-    fn the_log_after_a_checkpoint_is_the_backlog_cut_at_its_resizes() {
-        let backlog: Vec<u8> = (0..40u8).collect();
-        for wrap in 0..=backlog.len() {
-            let (a, b) = backlog.split_at(wrap);
-            for r1 in 0..=backlog.len() {
-                for r2 in r1..=backlog.len() {
-                    let at = 1000;
-                    let resizes = [(at + r1 as u64, 50, 10), (at + r2 as u64, 60, 20)];
-                    let pieces = log_pieces([a, b], at, resizes.into_iter());
-                    let mut bytes = Vec::new();
-                    let mut seen = Vec::new();
-                    for p in &pieces {
-                        match p {
-                            store::Piece::Output([x, y]) => {
-                                assert!(!x.is_empty() || !y.is_empty(), "an empty record");
-                                bytes.extend_from_slice(x);
-                                bytes.extend_from_slice(y);
-                            }
-                            store::Piece::Resize(c, _) => seen.push((bytes.len(), *c)),
-                        }
-                    }
-                    assert_eq!(bytes, backlog, "wrap {wrap}, resizes at {r1}, {r2}");
-                    assert_eq!(seen, [(r1, 50), (r2, 60)], "wrap {wrap}");
-                }
-            }
-        }
-    }
 }
