@@ -1,9 +1,9 @@
 //! The history above the screen, kept outside alacritty's grid as compact rows.
 //!
-//! alacritty keeps every history row as a full-width vector of 24-byte cells, and the first
-//! time anything scrolls into history it allocates 1,000 spare rows of them: 2.8 MiB for a
-//! 120-column session that scrolled one line, 48 MiB for a full 10,000-row history at 200
-//! columns. Here a row is its characters (one byte for an ASCII cell) and its styles as runs
+//! alacritty keeps every history row as a full-width vector of 24-byte cells (20 with vendor
+//! patch 7), and the first time anything scrolls into history it allocates 1,000 spare rows
+//! of them: 2.8 MiB for a 120-column session that scrolled one line, 48 MiB for a full
+//! 10,000-row history at 200 columns (unpatched). Here a row is its characters (one byte for an ASCII cell) and its styles as runs
 //! of equal cells, up to its last cell that is not a blank default cell. The grid's
 //! alacritty keeps no history of its own: a patched alacritty (`vendor/README.md`) hands each
 //! row that leaves the top of the screen to this store through its `HistorySink`, and
@@ -14,10 +14,9 @@
 use super::checkpoint::NAMED;
 use alacritty_terminal::grid::{HistorySink, Row as GridRow};
 use alacritty_terminal::index::Column;
-use alacritty_terminal::term::cell::{Cell, CellExtra, Flags};
+use alacritty_terminal::term::cell::{Cell, Extra, Flags};
 use alacritty_terminal::vte::ansi::{Color, NamedColor, Rgb};
 use std::collections::VecDeque;
-use std::sync::Arc;
 
 /// Buffers [`StoredRow::of_cells`] reuses from row to row: the encoded runs and the
 /// characters, kept apart until the count of runs is known.
@@ -44,7 +43,7 @@ struct Run {
     fg: Color,
     bg: Color,
     flags: Flags,
-    extra: Option<Arc<CellExtra>>,
+    extra: Option<Extra>,
 }
 
 impl Run {
@@ -74,7 +73,7 @@ const HEAD_BYTES: usize = 4;
 #[derive(Clone, Debug, Default)]
 pub struct StoredRow {
     data: Vec<u8>,
-    extras: Box<[(u16, Arc<CellExtra>)]>,
+    extras: Box<[(u16, Extra)]>,
 }
 
 /// A colour as 4 bytes: a tag and its value (named colours by their place in
@@ -142,14 +141,14 @@ impl StoredRow {
         let mut at = 0;
         while let Some(first) = cells.get(at) {
             let (fg, bg, flags) = (first.fg, first.bg, first.flags);
-            let extra = first.extra.as_ref().map_or(std::ptr::null(), Arc::as_ptr);
+            let extra = first.extra.as_ref().map_or(0, Extra::id);
             put_char(chars, first.c);
             let mut end = at + 1;
             for c in &cells[end..] {
                 if c.flags != flags
                     || c.fg != fg
                     || c.bg != bg
-                    || c.extra.as_ref().map_or(std::ptr::null(), Arc::as_ptr) != extra
+                    || c.extra.as_ref().map_or(0, Extra::id) != extra
                 {
                     break;
                 }
@@ -206,7 +205,7 @@ impl StoredRow {
     }
 
     /// Each run's length, flags and extra data, without decoding its colours.
-    fn heads(&self) -> impl Iterator<Item = (usize, Flags, Option<&Arc<CellExtra>>)> + '_ {
+    fn heads(&self) -> impl Iterator<Item = (usize, Flags, Option<&Extra>)> + '_ {
         let mut extras = self.extras.iter().peekable();
         (0..self.run_count()).map(move |i| {
             let b = self.run_bytes(i);

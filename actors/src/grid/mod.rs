@@ -908,6 +908,8 @@ fn join(rows: &[Row], keep_input: bool) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alacritty_terminal::term::cell::Extra;
+    use alacritty_terminal::vte::ansi::Color;
     use maxx_protocol::screen::CellColor;
 
     #[test]
@@ -1647,6 +1649,97 @@ mod tests {
         let g = grid_of(bytes, 20, 2);
         assert_eq!(g.row(0).text, "xy");
         assert_eq!(marks(&g, 0), "");
+    }
+
+    /// vendor patch 7: a cell is 20 bytes (a 120-column row in jemalloc's 2,560-byte class).
+    const _: () = assert!(std::mem::size_of::<Cell>() == 20);
+    const _: () = assert!(std::mem::size_of::<Option<Extra>>() == 4);
+
+    #[test]
+    fn a_cells_extra_is_shared_until_changed_and_its_index_is_freed_with_the_last_handle() {
+        let mut a = Cell::default();
+        a.push_zerowidth('\u{301}');
+        let mut b = a.clone();
+        let id = a.extra.as_ref().unwrap().id();
+        assert_eq!(
+            b.extra.as_ref().unwrap().id(),
+            id,
+            "a clone shares the value"
+        );
+        // Changing a shared value copies it first: the other cell keeps its own.
+        b.push_zerowidth('\u{302}');
+        assert_ne!(b.extra.as_ref().unwrap().id(), id);
+        assert_eq!(a.zerowidth(), Some(&['\u{301}'][..]));
+        assert_eq!(b.zerowidth(), Some(&['\u{301}', '\u{302}'][..]));
+        assert_ne!(a, b);
+        // A value with one handle is changed where it is.
+        let b_id = b.extra.as_ref().unwrap().id();
+        b.set_underline_color(Some(Color::Indexed(3)));
+        assert_eq!(b.extra.as_ref().unwrap().id(), b_id);
+        assert_eq!(b.underline_color(), Some(Color::Indexed(3)));
+        // Equal values under two indices are equal cells, as with `Arc`.
+        let mut c = Cell::default();
+        c.push_zerowidth('\u{301}');
+        assert_eq!(a, c);
+        // Dropping every handle frees the value: a handle made next may take its index.
+        let d = Extra::new(Default::default());
+        let d_id = d.id();
+        drop(d);
+        let mut seen = false;
+        let held: Vec<Extra> = (0..64)
+            .map(|_| {
+                let e = Extra::new(Default::default());
+                seen |= e.id() == d_id;
+                e
+            })
+            .collect();
+        assert!(seen, "the freed index is given again");
+        drop(held);
+    }
+
+    #[test]
+    fn cells_extras_made_shared_and_dropped_on_many_threads_stay_their_own() {
+        // Each thread makes values, shares them with a second thread and changes its copies:
+        // a value freed early or an index given twice shows as a wrong zerowidth list.
+        let (tx, rx) = std::sync::mpsc::channel::<Vec<Cell>>();
+        let reader = std::thread::spawn(move || {
+            let mut checked = 0;
+            for cells in rx {
+                for (i, cell) in cells.iter().enumerate() {
+                    let want = char::from_u32(0x300 + (i % 64) as u32).unwrap();
+                    assert_eq!(cell.zerowidth(), Some(&[want][..]));
+                    checked += 1;
+                }
+            }
+            checked
+        });
+        let writers: Vec<_> = (0..4)
+            .map(|_| {
+                let tx = tx.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..200 {
+                        let cells: Vec<Cell> = (0..256)
+                            .map(|i| {
+                                let mut c = Cell::default();
+                                c.push_zerowidth(char::from_u32(0x300 + (i % 64) as u32).unwrap());
+                                c
+                            })
+                            .collect();
+                        let mut mine = cells.clone();
+                        tx.send(cells).unwrap();
+                        for c in &mut mine {
+                            c.push_zerowidth('\u{20dd}');
+                            assert_eq!(c.zerowidth().map(<[char]>::len), Some(2));
+                        }
+                    }
+                })
+            })
+            .collect();
+        drop(tx);
+        for w in writers {
+            w.join().unwrap();
+        }
+        assert_eq!(reader.join().unwrap(), 4 * 200 * 256);
     }
 }
 
