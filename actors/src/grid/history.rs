@@ -19,7 +19,7 @@ use alacritty_terminal::vte::ansi::{Color, NamedColor, Rgb};
 use std::collections::VecDeque;
 
 /// Buffers [`StoredRow::of_cells`] reuses from row to row: the encoded runs and the
-/// characters, kept apart until the count of runs is known.
+/// characters, kept apart until the runs' length is known.
 #[derive(Clone, Debug, Default)]
 struct Scratch {
     runs: Vec<u8>,
@@ -58,31 +58,60 @@ impl Run {
     }
 }
 
-/// Bytes of one run in a [`StoredRow`]: its length (`u16`), the two colours (4 bytes each,
-/// [`put_color`]) and the flags (`u16`), little-endian.
-const RUN_BYTES: usize = 12;
-
-/// Bytes before the runs: their count and the count of cells.
+/// Bytes before the runs: the count of cells and the runs' bytes (`u16` each).
 const HEAD_BYTES: usize = 4;
 
+/// A run's first byte: the kind of each colour ([`COLOR_KIND`] bits each, the foreground's
+/// lowest), whether flags follow ([`HAS_FLAGS`]) and whether its length takes two bytes
+/// ([`LONG`]).
+const COLOR_KIND: u8 = 0b11;
+const HAS_FLAGS: u8 = 1 << 4;
+const LONG: u8 = 1 << 5;
+/// Colour kinds: the default one (the foreground's or the background's own named colour:
+/// nothing follows), another named one (its place in [`NAMED`]), an indexed one (its index),
+/// a true colour (3 bytes).
+const DEFAULT: u8 = 0;
+const NAMED_KIND: u8 = 1;
+const INDEXED: u8 = 2;
+const SPEC: u8 = 3;
+
 /// One history row: the characters of its cells up to the last one that is not a default
-/// blank, and their styles as runs, in one allocation: the count of runs and of cells (`u16`
-/// each, [`HEAD_BYTES`]), the runs ([`RUN_BYTES`] each), then the characters as UTF-8. The cells after them are default
-/// blanks. The few runs whose cells carry extra data (combining marks, an underline colour,
-/// an OSC 133 tag) keep it beside, by run index. A plain 60-character line: ~80 bytes.
+/// blank, and their styles as runs, in one allocation: the counts ([`HEAD_BYTES`]), the runs
+/// (a tag byte, the length in one or two bytes, each colour that is not its default in one or
+/// three, the flags in two if any: 2 bytes for a plain run, 3 for a run in one of the 256
+/// colours, instead of 12 until 12-08), then the characters as UTF-8. The cells after them are
+/// default blanks. The few runs whose cells carry extra data (combining marks, an underline
+/// colour, an OSC 133 tag) keep it beside, by run index. A plain 60-character line: 66 bytes.
 #[derive(Clone, Debug, Default)]
 pub struct StoredRow {
-    data: Vec<u8>,
-    extras: Box<[(u16, Extra)]>,
+    data: Box<[u8]>,
+    /// Boxed twice: 8 bytes in every row for what few rows have (24 bytes a row in all, 40
+    /// until 12-08).
+    extras: Option<Box<RowExtras>>,
 }
 
-/// A colour as 4 bytes: a tag and its value (named colours by their place in
-/// [`NAMED`]).
-fn color_bytes(c: Color) -> [u8; 4] {
+/// The extra data of a row's runs, by run index.
+#[derive(Clone, Debug)]
+struct RowExtras(Box<[(u16, Extra)]>);
+
+const _: () = assert!(std::mem::size_of::<StoredRow>() == 24);
+
+/// Append colour `c` (whose default is `default`) after a run's tag; its kind.
+fn put_color(out: &mut Vec<u8>, c: Color, default: NamedColor) -> u8 {
     match c {
-        Color::Named(n) => [0, named_index(n), 0, 0],
-        Color::Spec(Rgb { r, g, b }) => [1, r, g, b],
-        Color::Indexed(i) => [2, i, 0, 0],
+        Color::Named(n) if n == default => DEFAULT,
+        Color::Named(n) => {
+            out.push(named_index(n));
+            NAMED_KIND
+        }
+        Color::Indexed(i) => {
+            out.push(i);
+            INDEXED
+        }
+        Color::Spec(Rgb { r, g, b }) => {
+            out.extend_from_slice(&[r, g, b]);
+            SPEC
+        }
     }
 }
 
@@ -93,23 +122,78 @@ fn named_index(n: NamedColor) -> u8 {
     (if d < 16 { d } else { d - 240 }) as u8
 }
 
-fn get_color(b: &[u8]) -> Color {
-    match b[0] {
-        0 => Color::Named(NAMED[b[1] as usize % NAMED.len()]),
-        1 => Color::Spec(Rgb {
-            r: b[1],
-            g: b[2],
-            b: b[3],
-        }),
-        _ => Color::Indexed(b[1]),
+/// A colour of kind `kind` from `b` (moved past it); `default` for [`DEFAULT`].
+fn get_color(b: &mut &[u8], kind: u8, default: NamedColor) -> Color {
+    let mut take = |n: usize| {
+        let (head, rest) = b.split_at(n.min(b.len()));
+        *b = rest;
+        head
+    };
+    match kind {
+        DEFAULT => Color::Named(default),
+        NAMED_KIND => Color::Named(NAMED[*take(1).first().unwrap_or(&0) as usize % NAMED.len()]),
+        INDEXED => Color::Indexed(*take(1).first().unwrap_or(&0)),
+        _ => match take(3) {
+            &[r, g, b] => Color::Spec(Rgb { r, g, b }),
+            _ => Color::Named(default),
+        },
     }
 }
 
+/// A run's style as stored.
+struct RunHead {
+    len: usize,
+    fg: Color,
+    bg: Color,
+    flags: Flags,
+}
+
+/// Bytes after a run's tag for a colour of kind `kind`.
+const COLOR_BYTES: [usize; 4] = [0, 1, 1, 3];
+
+/// The runs in `b` (a row's run bytes), in order; their colours only `with_colors` (else the
+/// defaults: skipped, not read).
+fn decode_runs(mut b: &[u8], with_colors: bool) -> impl Iterator<Item = RunHead> + '_ {
+    std::iter::from_fn(move || {
+        let (&tag, rest) = b.split_first()?;
+        b = rest;
+        let len = if tag & LONG != 0 {
+            let (len, rest) = b.split_at(2.min(b.len()));
+            b = rest;
+            len.iter().rev().fold(0, |n, &x| n << 8 | x as usize)
+        } else {
+            let (&len, rest) = b.split_first()?;
+            b = rest;
+            len as usize
+        };
+        let (fg_kind, bg_kind) = (tag & COLOR_KIND, tag >> 2 & COLOR_KIND);
+        let (fg, bg) = if with_colors {
+            (
+                get_color(&mut b, fg_kind, NamedColor::Foreground),
+                get_color(&mut b, bg_kind, NamedColor::Background),
+            )
+        } else {
+            let skip = COLOR_BYTES[fg_kind as usize] + COLOR_BYTES[bg_kind as usize];
+            b = &b[skip.min(b.len())..];
+            (
+                Color::Named(NamedColor::Foreground),
+                Color::Named(NamedColor::Background),
+            )
+        };
+        let flags = if tag & HAS_FLAGS != 0 {
+            let (f, rest) = b.split_at(2.min(b.len()));
+            b = rest;
+            Flags::from_bits_retain(f.iter().rev().fold(0, |n, &x| n << 8 | x as u16))
+        } else {
+            Flags::empty()
+        };
+        Some(RunHead { len, fg, bg, flags })
+    })
+}
+
 impl StoredRow {
-    /// The compact form of `row`; `scratch`: buffers reused from row to row; `reuse`: the
-    /// bytes of a row that left the history, to write this one into (a full history stores
-    /// a row without an allocation).
-    fn of(row: &GridRow<Cell>, scratch: &mut Scratch, reuse: Vec<u8>) -> StoredRow {
+    /// The compact form of `row`; `scratch`: buffers reused from row to row.
+    fn of(row: &GridRow<Cell>, scratch: &mut Scratch) -> StoredRow {
         let cells = &row[..];
         // Past the cells alacritty counts as used, a row holds copies of its last cell: where
         // that is a default blank, only the used cells need a look.
@@ -117,11 +201,11 @@ impl StoredRow {
             Some(last) if is_default(last) => row.occupied().min(cells.len()),
             _ => cells.len(),
         };
-        StoredRow::of_cells(&cells[..upper], scratch, reuse)
+        StoredRow::of_cells(&cells[..upper], scratch)
     }
 
     /// The compact form of a row whose cells are `cells` and default blanks after them.
-    fn of_cells(cells: &[Cell], scratch: &mut Scratch, reuse: Vec<u8>) -> StoredRow {
+    fn of_cells(cells: &[Cell], scratch: &mut Scratch) -> StoredRow {
         let len = cells
             .iter()
             .rposition(|c| !is_default(c))
@@ -139,6 +223,7 @@ impl StoredRow {
         // cell against the cells after it, its style held in registers, each cell's
         // character taken on the way (one byte for ASCII, else its UTF-8).
         let mut at = 0;
+        let mut count = 0;
         while let Some(first) = cells.get(at) {
             let (fg, bg, flags) = (first.fg, first.bg, first.flags);
             let extra = first.extra.as_ref().map_or(0, Extra::id);
@@ -156,32 +241,39 @@ impl StoredRow {
                 end += 1;
             }
             if let Some(extra) = &first.extra {
-                extras.push(((runs.len() / RUN_BYTES) as u16, extra.clone()));
+                extras.push((count as u16, extra.clone()));
             }
             // At most `MAX_DIMENSION` (1,000) cells in a row.
-            let mut run = [0; RUN_BYTES];
-            run[0..2].copy_from_slice(&((end - at) as u16).to_le_bytes());
-            run[2..6].copy_from_slice(&color_bytes(fg));
-            run[6..10].copy_from_slice(&color_bytes(bg));
-            run[10..12].copy_from_slice(&flags.bits().to_le_bytes());
-            runs.extend_from_slice(&run);
+            let len = (end - at) as u16;
+            let tag_at = runs.len();
+            runs.push(0);
+            let mut tag = 0;
+            if len > 255 {
+                tag |= LONG;
+                runs.extend_from_slice(&len.to_le_bytes());
+            } else {
+                runs.push(len as u8);
+            }
+            tag |= put_color(runs, fg, NamedColor::Foreground);
+            tag |= put_color(runs, bg, NamedColor::Background) << 2;
+            if !flags.is_empty() {
+                tag |= HAS_FLAGS;
+                runs.extend_from_slice(&flags.bits().to_le_bytes());
+            }
+            runs[tag_at] = tag;
+            count += 1;
             at = end;
         }
-        let mut data = reuse;
-        data.clear();
-        let len = HEAD_BYTES + runs.len() + chars.len();
-        data.reserve_exact(len);
-        // A reused buffer keeps at most about twice what it holds.
-        if data.capacity() > 2 * len + 64 {
-            data.shrink_to(len);
-        }
-        data.extend_from_slice(&((runs.len() / RUN_BYTES) as u16).to_le_bytes());
+        // Exactly as long as it needs (the box is made without a copy).
+        let mut data = Vec::with_capacity(HEAD_BYTES + runs.len() + chars.len());
         data.extend_from_slice(&(cells.len() as u16).to_le_bytes());
+        // At most 1,000 runs of at most 10 bytes.
+        data.extend_from_slice(&(runs.len() as u16).to_le_bytes());
         data.extend_from_slice(runs);
         data.extend_from_slice(chars);
         StoredRow {
-            data,
-            extras: extras.into_boxed_slice(),
+            data: data.into_boxed_slice(),
+            extras: (!extras.is_empty()).then(|| Box::new(RowExtras(extras.into_boxed_slice()))),
         }
     }
 
@@ -191,52 +283,50 @@ impl StoredRow {
             .map_or(0, |b| u16::from_le_bytes([b[0], b[1]]) as usize)
     }
 
-    fn run_count(&self) -> usize {
+    /// Cells held (the rest of the row is default blanks).
+    pub(super) fn len(&self) -> usize {
         self.head(0)
     }
 
-    /// Cells held (the rest of the row is default blanks).
-    pub(super) fn len(&self) -> usize {
-        self.head(2)
+    /// The bytes of the runs.
+    fn run_bytes(&self) -> &[u8] {
+        let end = (HEAD_BYTES + self.head(2)).min(self.data.len());
+        self.data.get(HEAD_BYTES..end).unwrap_or(&[])
     }
 
-    fn run_bytes(&self, i: usize) -> &[u8] {
-        &self.data[HEAD_BYTES + i * RUN_BYTES..][..RUN_BYTES]
+    /// Each run's style (its colours only `with_colors`) and extra data, in order.
+    fn decoded(&self, with_colors: bool) -> impl Iterator<Item = (RunHead, Option<&Extra>)> + '_ {
+        let mut extras = self.extras.iter().flat_map(|e| e.0.iter()).peekable();
+        decode_runs(self.run_bytes(), with_colors)
+            .enumerate()
+            .map(move |(i, run)| {
+                let extra = extras
+                    .next_if(|(at, _)| *at as usize == i)
+                    .map(|(_, extra)| extra);
+                (run, extra)
+            })
     }
 
     /// Each run's length, flags and extra data, without decoding its colours.
     fn heads(&self) -> impl Iterator<Item = (usize, Flags, Option<&Extra>)> + '_ {
-        let mut extras = self.extras.iter().peekable();
-        (0..self.run_count()).map(move |i| {
-            let b = self.run_bytes(i);
-            let extra = extras
-                .next_if(|(at, _)| *at as usize == i)
-                .map(|(_, extra)| extra);
-            (
-                u16::from_le_bytes([b[0], b[1]]) as usize,
-                Flags::from_bits_retain(u16::from_le_bytes([b[10], b[11]])),
-                extra,
-            )
-        })
+        self.decoded(false)
+            .map(|(run, extra)| (run.len, run.flags, extra))
     }
 
     /// The runs, in order.
     fn runs(&self) -> impl Iterator<Item = Run> + '_ {
-        self.heads().enumerate().map(|(i, (len, flags, extra))| {
-            let b = self.run_bytes(i);
-            Run {
-                len: len as u16,
-                fg: get_color(&b[2..6]),
-                bg: get_color(&b[6..10]),
-                flags,
-                extra: extra.cloned(),
-            }
+        self.decoded(true).map(|(run, extra)| Run {
+            len: run.len as u16,
+            fg: run.fg,
+            bg: run.bg,
+            flags: run.flags,
+            extra: extra.cloned(),
         })
     }
 
     /// The characters of the held cells.
     fn chars(&self) -> &str {
-        let at = (HEAD_BYTES + self.run_count() * RUN_BYTES).min(self.data.len());
+        let at = (HEAD_BYTES + self.head(2)).min(self.data.len());
         let bytes = &self.data[at..];
         debug_assert!(std::str::from_utf8(bytes).is_ok());
         // SAFETY: `data` is private and written only by `of_cells`, which puts the UTF-8
@@ -324,7 +414,7 @@ impl StoredRow {
         let chars = self.chars();
         // The common row — no combining marks, tags or links, no wide characters, no tabs —
         // reads as its characters.
-        if self.extras.is_empty()
+        if self.extras.is_none()
             && !self.heads().any(|(_, flags, _)| flags.intersects(SPACERS))
             && memchr::memchr(b'\t', chars.as_bytes()).is_none()
         {
@@ -429,8 +519,7 @@ impl History {
     /// They do not count as pushed.
     pub fn extend_newest(&mut self, rows: &[GridRow<Cell>]) {
         for row in rows {
-            self.rows
-                .push_back(StoredRow::of(row, &mut self.scratch, Vec::new()));
+            self.rows.push_back(StoredRow::of(row, &mut self.scratch));
         }
         let over = self.rows.len().saturating_sub(self.limit);
         self.rows.drain(..over);
@@ -442,13 +531,8 @@ impl HistorySink<Cell> for History {
         if self.limit == 0 {
             return;
         }
-        let mut reuse = Vec::new();
         if self.rows.len() == self.limit {
-            reuse = self
-                .rows
-                .pop_front()
-                .map(|row| row.data)
-                .unwrap_or_default();
+            self.rows.pop_front();
         } else if self.rows.len() == self.rows.capacity() {
             // Grow by a quarter, not twice over: a history that stops growing keeps little
             // room it never uses.
@@ -457,8 +541,7 @@ impl HistorySink<Cell> for History {
                 .min(self.limit - self.rows.len());
             self.rows.reserve_exact(more);
         }
-        self.rows
-            .push_back(StoredRow::of(row, &mut self.scratch, reuse));
+        self.rows.push_back(StoredRow::of(row, &mut self.scratch));
         self.pushed += 1;
     }
 
@@ -488,7 +571,7 @@ impl HistorySink<Cell> for History {
         if let Some(cell) = cells.last_mut() {
             cell.flags.remove(Flags::LEADING_WIDE_CHAR_SPACER);
         }
-        *row = StoredRow::of_cells(&cells, &mut self.scratch, Vec::new());
+        *row = StoredRow::of_cells(&cells, &mut self.scratch);
     }
 
     fn boxed_clone(&self) -> Box<dyn HistorySink<Cell>> {
@@ -507,6 +590,62 @@ impl HistorySink<Cell> for History {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_row_round_trips_with_every_colour_kind_flags_and_runs_over_255_cells() {
+        use alacritty_terminal::vte::ansi::NamedColor as N;
+        let colours = [
+            Color::Named(N::Foreground),
+            Color::Named(N::Background),
+            Color::Named(N::Red),
+            Color::Named(N::BrightWhite),
+            Color::Named(N::DimCyan),
+            Color::Indexed(0),
+            Color::Indexed(255),
+            Color::Spec(Rgb { r: 1, g: 2, b: 3 }),
+        ];
+        let mut cells = Vec::new();
+        // Runs of 1 to 300 cells (one and two length bytes), every pair of colours, no flags
+        // and some, ASCII and not.
+        for (i, (fg, bg)) in colours
+            .iter()
+            .flat_map(|fg| colours.iter().map(move |bg| (*fg, *bg)))
+            .enumerate()
+        {
+            let n = if i % 7 == 0 { 300 } else { i % 5 + 1 };
+            let flags = [Flags::empty(), Flags::BOLD | Flags::UNDERCURL, Flags::all()][i % 3];
+            let c = if i % 2 == 0 { 'x' } else { 'é' };
+            cells.extend((0..n).map(|_| Cell {
+                c,
+                fg,
+                bg,
+                flags,
+                extra: None,
+            }));
+        }
+        let mut linked = Cell::default();
+        linked.push_zerowidth('\u{301}');
+        cells.push(linked);
+        cells.push(Cell {
+            c: 'z',
+            ..Cell::default()
+        });
+        let row = StoredRow::of_cells(&cells, &mut Scratch::default());
+        let mut back = Vec::new();
+        row.cells_into(&mut back);
+        assert_eq!(back, cells);
+        assert_eq!(row.len(), cells.len());
+        // A plain row: the counts, one run's tag and length, its characters.
+        let plain: Vec<Cell> = "sixty"
+            .chars()
+            .map(|c| Cell {
+                c,
+                ..Cell::default()
+            })
+            .collect();
+        let row = StoredRow::of_cells(&plain, &mut Scratch::default());
+        assert_eq!(row.data.len(), HEAD_BYTES + 2 + 5);
+    }
 
     #[test]
     fn every_named_colour_has_its_own_place() {

@@ -1143,6 +1143,13 @@ mod tests {
                 "x\u{85}y\u{9b}z",
                 "abc\x1b[3b",
                 "\x1b[1;5H\x1b[4mstyled run over the edge\x1b[24m",
+                // Every kind of colour a history row stores, default or not, and flags.
+                "\x1b[38;5;200mfg\x1b[48;2;1;2;3mbg\x1b[39;49m",
+                "\x1b[1;33;44mbold\x1b[22;39;49mplain",
+                "\x1b[95;105mbright\x1b[0m",
+                "\x1b[38;2;250;0;7m\x1b[48;5;0mtrue\x1b[0m",
+                "\x1b[58;5;3m\x1b[4munder\x1b[0m",
+                "\x1b[7;2;9mflags\x1b[0m",
             ])
             .prop_map(|s| s.as_bytes().to_vec()),
         ]
