@@ -3,11 +3,12 @@
 //! alacritty keeps every history row as a full-width vector of 24-byte cells (20 with vendor
 //! patch 7), and the first time anything scrolls into history it allocates 1,000 spare rows
 //! of them: 2.8 MiB for a 120-column session that scrolled one line, 48 MiB for a full
-//! 10,000-row history at 200 columns (unpatched). Here a row is its characters (one byte for an ASCII cell) and its styles as runs
-//! of equal cells, up to its last cell that is not a blank default cell. The grid's
-//! alacritty keeps no history of its own: a patched alacritty (`vendor/README.md`) hands each
-//! row that leaves the top of the screen to this store through its `HistorySink`, and
-//! treats the rows here as the history above the screen where it reads or clears history.
+//! 10,000-row history at 200 columns (unpatched). Here a row is its characters (one byte for
+//! an ASCII cell) and its styles as runs of equal cells, up to its last cell that is not a
+//! blank default cell. The grid's alacritty keeps no history of its own: a patched alacritty
+//! (`vendor/README.md`) hands each row that leaves the top of the screen to this store through
+//! its `HistorySink`, and treats the rows here as the history above the screen where it reads
+//! or clears history.
 //! The row round-trips exactly (every cell's character, colours, flags and `extra`), which
 //! the property tests in `grid/mod.rs` check against an alacritty that keeps its own history.
 
