@@ -257,6 +257,9 @@ impl Actor for RootSupervisor {
                 tracing::error!(session_id, error = %e, "could not restore a session record");
             }
         }
+        // Every restored record is decided (the re-adopted ones upserted theirs before their
+        // start was answered): the rest are journaled detached from here on.
+        let _ = persist.cast(PersistMsg::RestoredDecided);
         // Survivors no record claims are not guessed at: the keeper drops their masters and
         // ends them.
         counts.released = survivors.release(args.spawn.keeper.as_ref());

@@ -80,14 +80,14 @@ const SPEC: u8 = 3;
 /// blank, and their styles as runs, in one allocation: the counts ([`HEAD_BYTES`]), the runs
 /// (a tag byte, the length in one or two bytes, each colour that is not its default in one or
 /// three, the flags in two if any: 2 bytes for a plain run, 3 for a run in one of the 256
-/// colours, instead of 12 until 12-08), then the characters as UTF-8. The cells after them are
-/// default blanks. The few runs whose cells carry extra data (combining marks, an underline
+/// colours, 12 for any before stop 45), then the characters as UTF-8. The cells after them
+/// are default blanks. The few runs whose cells carry extra data (combining marks, an underline
 /// colour, an OSC 133 tag) keep it beside, by run index. A plain 60-character line: 66 bytes.
 #[derive(Clone, Debug, Default)]
 pub struct StoredRow {
     data: Box<[u8]>,
     /// Boxed twice: 8 bytes in every row for what few rows have (24 bytes a row in all, 40
-    /// until 12-08).
+    /// before stop 45).
     extras: Option<Box<RowExtras>>,
 }
 

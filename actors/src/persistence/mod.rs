@@ -111,6 +111,11 @@ pub enum PersistMsg {
     /// Hand over the records restored at start (once), detached, each with what it said
     /// before (for re-adoption by proof).
     TakeRestored(RpcReplyPort<Vec<(Record, crate::keeper_link::proof::LastSeen)>>),
+    /// Every restored record has been decided (re-adopted, which upserts it, or not): the
+    /// ones no upsert replaced are journaled as they were handed over, detached. Until
+    /// then the registry on disk keeps them as the last run left them, so a daemon killed
+    /// before it decided leaves the next one the same proof to decide by.
+    RestoredDecided,
     /// The durable copy of one record (to recover a failed session actor).
     Get(String, RpcReplyPort<Option<Record>>),
     /// Fold the journal into a snapshot now (clean shutdown).
@@ -151,6 +156,9 @@ pub struct PersistState {
     /// failed session actor).
     records: HashMap<String, Stored>,
     restored: Option<Vec<(Record, crate::keeper_link::proof::LastSeen)>>,
+    /// Restored records whose detached form differs from what is on disk (they were running,
+    /// focused or due a restart), until an upsert of theirs or [`PersistMsg::RestoredDecided`].
+    undecided: HashMap<String, SessionView>,
     journal: Option<File>,
     /// The device and inode of `journal`, taken when it was opened: each write checks the
     /// journal's name still leads to them with one `stat` of the path.
@@ -206,6 +214,7 @@ impl PersistState {
             read_only: false,
             records: HashMap::new(),
             restored: None,
+            undecided: HashMap::new(),
             journal: None,
             journal_id: (0, 0),
             journal_bytes: 0,
@@ -331,19 +340,32 @@ impl Actor for PersistenceActor {
         // before that, and nothing is written before this load ran.
         tokio::task::block_in_place(|| {
             let records: Vec<Record> = state.load().into_values().collect();
-            let restored: Vec<_> = apply_retention(records, SystemTime::now(), state.retain)
+            let kept = apply_retention(records, SystemTime::now(), state.retain);
+            // The durable copy (and the fold below) keeps each record as the last run left
+            // it: detaching is this run's decision, journaled once made (`RestoredDecided`).
+            // Folding the detached records here made a daemon killed between this fold and
+            // its re-adoptions leave every live session closed on disk: the next daemon's
+            // proof refused their survivors ("not running that pid") and released them.
+            state.records = kept
+                .iter()
+                .filter_map(|r| Some((r.session.session_id.clone(), Stored::from_record(r)?)))
+                .collect();
+            let restored: Vec<_> = kept
                 .into_iter()
                 .map(|r| {
                     let last = crate::keeper_link::proof::LastSeen {
                         lifecycle: r.session.lifecycle,
                         pid: r.session.pid,
                     };
-                    (detach(r), last)
+                    let before = r.session.clone();
+                    let detached = detach(r);
+                    if detached.session != before {
+                        state
+                            .undecided
+                            .insert(before.session_id, detached.session.clone());
+                    }
+                    (detached, last)
                 })
-                .collect();
-            state.records = restored
-                .iter()
-                .filter_map(|(r, _)| Some((r.session.session_id.clone(), Stored::from_record(r)?)))
                 .collect();
             state.restored = Some(restored);
             // A failed first fold (full disk) keeps registry.json and the journal as they
@@ -368,6 +390,7 @@ impl Actor for PersistenceActor {
         match msg {
             PersistMsg::WriteBatch => state.batch_queued = false,
             PersistMsg::Upsert(view) => {
+                state.undecided.remove(&view.session_id);
                 if let Some(encoded) = Encoded::session(&view) {
                     state.record(encoded);
                 }
@@ -383,6 +406,7 @@ impl Actor for PersistenceActor {
             }),
             PersistMsg::Drop(ids) => {
                 for id in ids {
+                    state.undecided.remove(&id);
                     if let Some(encoded) = Encoded::drop(id) {
                         state.record(encoded);
                     }
@@ -402,6 +426,16 @@ impl Actor for PersistenceActor {
             }
             PersistMsg::TakeRestored(reply) => {
                 let _ = reply.send(state.restored.take().unwrap_or_default());
+            }
+            PersistMsg::RestoredDecided => {
+                let mut undecided: Vec<_> =
+                    std::mem::take(&mut state.undecided).into_values().collect();
+                undecided.sort_by(|a, b| a.session_id.cmp(&b.session_id));
+                for view in undecided {
+                    if let Some(encoded) = Encoded::session(&view) {
+                        state.record(encoded);
+                    }
+                }
             }
             PersistMsg::Get(id, reply) => {
                 let _ = reply.send(state.records.get(&id).and_then(Stored::to_record));
@@ -1021,6 +1055,104 @@ mod fold_tests {
             serde_json::from_slice(&std::fs::read(tmp.join(REGISTRY_FILE)).unwrap()).unwrap();
         assert_eq!(snap.sessions.len(), 1);
         assert_eq!(snap.sessions[0].session.metadata["k"], "v");
+        std::fs::remove_dir_all(&tmp).unwrap();
+    }
+}
+
+#[cfg(test)]
+mod restore_tests {
+    use super::snapshot::*;
+    use super::*;
+    use maxx_protocol::session::Lifecycle;
+
+    fn running(n: u32, pid: u32) -> SessionView {
+        // Updated now: a closed record that old would be retired by age at the next fold.
+        let now = maxx_protocol::time::rfc3339(SystemTime::now());
+        serde_json::from_value(serde_json::json!({
+            "session_id": format!("{n:08}-0000-4000-8000-000000000000"), "surface_id": "S",
+            "title": null, "command": "sleep 600", "cwd": "/", "status": null,
+            "lifecycle": "running", "metadata": {}, "created_at": now,
+            "updated_at": now, "pid": pid, "location": "tab",
+            "focused": false, "restart_count": 0, "cols": 80, "rows": 24
+        }))
+        .unwrap()
+    }
+
+    async fn start(dir: &ControlDir) -> ActorRef<PersistMsg> {
+        let args = PersistArgs {
+            dir: dir.clone(),
+            fsync: false,
+            stats: Arc::default(),
+            retain: RETENTION_COUNT,
+        };
+        Actor::spawn(None, PersistenceActor, args).await.unwrap().0
+    }
+
+    async fn flush(p: &ActorRef<PersistMsg>) {
+        p.call(PersistMsg::Flush, None).await.unwrap();
+    }
+
+    /// What `registry.json` holds for each session: (lifecycle, pid).
+    fn on_disk(tmp: &std::path::Path) -> Vec<(Lifecycle, Option<u32>)> {
+        let snap: Snapshot =
+            serde_json::from_slice(&std::fs::read(tmp.join(REGISTRY_FILE)).unwrap()).unwrap();
+        let mut v: Vec<_> = snap.sessions.into_iter().map(|r| r.session).collect();
+        v.sort_by(|a, b| a.session_id.cmp(&b.session_id));
+        v.into_iter().map(|s| (s.lifecycle, s.pid)).collect()
+    }
+
+    /// A daemon killed after loading the registry and before deciding which survivors are its
+    /// sessions' programs must leave the records as they were: the next daemon decides by
+    /// them. (It used to fold them detached at the load: a kill in the few milliseconds
+    /// before the re-adoptions were journaled left every live session closed on disk, and the
+    /// next daemon released their programs — `keeper::repeated_crashes_are_recovered_each_time`
+    /// caught it once in CI.)
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn restored_records_stay_as_they_were_on_disk_until_decided() {
+        let (tmp, dir) = super::tests_support::fresh_dir("restore-undecided");
+        let first = start(&dir).await;
+        for (n, pid) in [(1, 4241), (2, 4242)] {
+            first
+                .cast(PersistMsg::Upsert(Arc::new(running(n, pid))))
+                .unwrap();
+        }
+        flush(&first).await;
+        first.stop(None);
+        let expect_running = vec![
+            (Lifecycle::Running, Some(4241)),
+            (Lifecycle::Running, Some(4242)),
+        ];
+        assert_eq!(on_disk(&tmp), expect_running);
+
+        // The next daemon loads (and folds) them, and is handed them detached with what
+        // they said before; the disk still says what the last run left.
+        let next = start(&dir).await;
+        let restored = next.call(PersistMsg::TakeRestored, None).await.unwrap();
+        let ractor::rpc::CallResult::Success(restored) = restored else {
+            panic!("no answer")
+        };
+        assert_eq!(restored.len(), 2);
+        for (r, last) in &restored {
+            assert_eq!(r.session.lifecycle, Lifecycle::Closed);
+            assert_eq!(r.session.pid, None);
+            assert_eq!(last.lifecycle, Lifecycle::Running);
+        }
+        assert_eq!(on_disk(&tmp), expect_running, "the load wrote a decision");
+        // A later fold before the decision keeps them too.
+        flush(&next).await;
+        assert_eq!(on_disk(&tmp), expect_running, "a fold wrote a decision");
+
+        // Session 2 is re-adopted (its actor upserts it), session 1 is not: once decided,
+        // 1 is journaled closed, 2 stays as its upsert said.
+        next.cast(PersistMsg::Upsert(Arc::new(running(2, 4242))))
+            .unwrap();
+        next.cast(PersistMsg::RestoredDecided).unwrap();
+        flush(&next).await;
+        assert_eq!(
+            on_disk(&tmp),
+            vec![(Lifecycle::Closed, None), (Lifecycle::Running, Some(4242))]
+        );
+        next.stop(None);
         std::fs::remove_dir_all(&tmp).unwrap();
     }
 }
