@@ -36,7 +36,7 @@ use maxx_protocol::limits::{RECORD_MAX_BYTES, RETAINED_RECORDS_MAX};
 use maxx_protocol::session::SessionView;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use snapshot::{detach, Stored};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -157,8 +157,9 @@ pub struct PersistState {
     records: HashMap<String, Stored>,
     restored: Option<Vec<(Record, crate::keeper_link::proof::LastSeen)>>,
     /// Restored records whose detached form differs from what is on disk (they were running,
-    /// focused or due a restart), until an upsert of theirs or [`PersistMsg::RestoredDecided`].
-    undecided: HashMap<String, SessionView>,
+    /// focused or due a restart), until an upsert of theirs or [`PersistMsg::RestoredDecided`]
+    /// (which detaches the durable copy in `records` again: no second copy is kept).
+    undecided: HashSet<String>,
     journal: Option<File>,
     /// The device and inode of `journal`, taken when it was opened: each write checks the
     /// journal's name still leads to them with one `stat` of the path.
@@ -214,7 +215,7 @@ impl PersistState {
             read_only: false,
             records: HashMap::new(),
             restored: None,
-            undecided: HashMap::new(),
+            undecided: HashSet::new(),
             journal: None,
             journal_id: (0, 0),
             journal_bytes: 0,
@@ -352,19 +353,15 @@ impl Actor for PersistenceActor {
                 .collect();
             let restored: Vec<_> = kept
                 .into_iter()
-                .map(|r| {
+                .map(|mut r| {
                     let last = crate::keeper_link::proof::LastSeen {
                         lifecycle: r.session.lifecycle,
                         pid: r.session.pid,
                     };
-                    let before = r.session.clone();
-                    let detached = detach(r);
-                    if detached.session != before {
-                        state
-                            .undecided
-                            .insert(before.session_id, detached.session.clone());
+                    if detach(&mut r.session) {
+                        state.undecided.insert(r.session.session_id.clone());
                     }
-                    (detached, last)
+                    (r, last)
                 })
                 .collect();
             state.restored = Some(restored);
@@ -429,9 +426,18 @@ impl Actor for PersistenceActor {
             }
             PersistMsg::RestoredDecided => {
                 let mut undecided: Vec<_> =
-                    std::mem::take(&mut state.undecided).into_values().collect();
-                undecided.sort_by(|a, b| a.session_id.cmp(&b.session_id));
-                for view in undecided {
+                    std::mem::take(&mut state.undecided).into_iter().collect();
+                undecided.sort();
+                for id in undecided {
+                    // The view alone: an upsert line leaves the audit log as it is.
+                    let Some(mut view) = state
+                        .records
+                        .get(&id)
+                        .and_then(|r| serde_json::from_str::<SessionView>(r.view.get()).ok())
+                    else {
+                        continue;
+                    };
+                    detach(&mut view);
                     if let Some(encoded) = Encoded::session(&view) {
                         state.record(encoded);
                     }

@@ -188,18 +188,25 @@ pub(super) fn encode_fitting(
     Some(out)
 }
 
-/// What a restored record looks like: detached from any surface; nothing guessed.
-pub(super) fn detach(mut r: Record) -> Record {
-    let v = &mut r.session;
-    if v.lifecycle != Lifecycle::Archived {
-        v.lifecycle = Lifecycle::Closed;
-    }
+/// What a restored record looks like: detached from any surface; nothing guessed. Whether
+/// that changed it (a record a past run already detached stays as it is).
+pub(super) fn detach(v: &mut SessionView) -> bool {
+    let lifecycle = match v.lifecycle {
+        Lifecycle::Archived => Lifecycle::Archived,
+        _ => Lifecycle::Closed,
+    };
+    let changed = v.lifecycle != lifecycle
+        || v.pid.is_some()
+        || v.focused
+        || !v.restored
+        || v.next_restart_at.is_some();
+    v.lifecycle = lifecycle;
     v.pid = None;
     v.focused = false;
     v.restored = true;
     // A daemon restart never resurrects processes by policy on its own.
     v.next_restart_at = None;
-    r
+    changed
 }
 
 /// Read a registry file: a regular file of at most `max` bytes, never through a symlink and
