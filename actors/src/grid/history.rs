@@ -125,20 +125,27 @@ fn named_index(n: NamedColor) -> u8 {
 
 /// A colour of kind `kind` from `b` (moved past it); `default` for [`DEFAULT`].
 fn get_color(b: &mut &[u8], kind: u8, default: NamedColor) -> Color {
-    let mut take = |n: usize| {
-        let (head, rest) = b.split_at(n.min(b.len()));
-        *b = rest;
-        head
-    };
     match kind {
         DEFAULT => Color::Named(default),
-        NAMED_KIND => Color::Named(NAMED[*take(1).first().unwrap_or(&0) as usize % NAMED.len()]),
-        INDEXED => Color::Indexed(*take(1).first().unwrap_or(&0)),
-        _ => match take(3) {
+        NAMED_KIND => Color::Named(NAMED[take_le(b, 1) as usize % NAMED.len()]),
+        INDEXED => Color::Indexed(take_le(b, 1) as u8),
+        _ => match take(b, 3) {
             &[r, g, b] => Color::Spec(Rgb { r, g, b }),
             _ => Color::Named(default),
         },
     }
+}
+
+/// The next `n` bytes of `b` (fewer at its end), moving `b` past them.
+fn take<'a>(b: &mut &'a [u8], n: usize) -> &'a [u8] {
+    let (head, rest) = b.split_at(n.min(b.len()));
+    *b = rest;
+    head
+}
+
+/// The next `n` bytes of `b` as a little-endian number (0 past its end).
+fn take_le(b: &mut &[u8], n: usize) -> u16 {
+    take(b, n).iter().rev().fold(0, |v, &x| v << 8 | x as u16)
 }
 
 /// A run's style as stored.
@@ -156,17 +163,8 @@ const COLOR_BYTES: [usize; 4] = [0, 1, 1, 3];
 /// defaults: skipped, not read).
 fn decode_runs(mut b: &[u8], with_colors: bool) -> impl Iterator<Item = RunHead> + '_ {
     std::iter::from_fn(move || {
-        let (&tag, rest) = b.split_first()?;
-        b = rest;
-        let len = if tag & LONG != 0 {
-            let (len, rest) = b.split_at(2.min(b.len()));
-            b = rest;
-            len.iter().rev().fold(0, |n, &x| n << 8 | x as usize)
-        } else {
-            let (&len, rest) = b.split_first()?;
-            b = rest;
-            len as usize
-        };
+        let &tag = take(&mut b, 1).first()?;
+        let len = take_le(&mut b, if tag & LONG != 0 { 2 } else { 1 }) as usize;
         let (fg_kind, bg_kind) = (tag & COLOR_KIND, tag >> 2 & COLOR_KIND);
         let (fg, bg) = if with_colors {
             (
@@ -174,17 +172,17 @@ fn decode_runs(mut b: &[u8], with_colors: bool) -> impl Iterator<Item = RunHead>
                 get_color(&mut b, bg_kind, NamedColor::Background),
             )
         } else {
-            let skip = COLOR_BYTES[fg_kind as usize] + COLOR_BYTES[bg_kind as usize];
-            b = &b[skip.min(b.len())..];
+            take(
+                &mut b,
+                COLOR_BYTES[fg_kind as usize] + COLOR_BYTES[bg_kind as usize],
+            );
             (
                 Color::Named(NamedColor::Foreground),
                 Color::Named(NamedColor::Background),
             )
         };
         let flags = if tag & HAS_FLAGS != 0 {
-            let (f, rest) = b.split_at(2.min(b.len()));
-            b = rest;
-            Flags::from_bits_retain(f.iter().rev().fold(0, |n, &x| n << 8 | x as u16))
+            Flags::from_bits_retain(take_le(&mut b, 2))
         } else {
             Flags::empty()
         };
