@@ -713,10 +713,11 @@ fn side_json(s: &Side) -> Value {
 }
 
 pub fn run(cfg: &Cfg) -> R<(Vec<Row>, Value)> {
-    let plan: Vec<(usize, u64)> = match cfg.fleet_window {
-        Some(w) => vec![(100, w)],
-        None if cfg.quick => vec![(100, 6)],
-        None => vec![(100, 10), (1000, 20)],
+    let plan: Vec<(usize, u64)> = match (cfg.fleet_window, cfg.fleet_sessions) {
+        (w, Some(n)) => vec![(n, w.unwrap_or(20))],
+        (Some(w), None) => vec![(100, w)],
+        (None, None) if cfg.quick => vec![(100, 6)],
+        (None, None) => vec![(100, 10), (1000, 20)],
     };
     // A long window is its own row: memory keeps growing with the history and the logs.
     let over = cfg

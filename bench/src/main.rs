@@ -1,7 +1,7 @@
 //! maxx-bench: maxx vs tmux (vs a bare PTY) on this machine, in one run.
 //!
 //! Usage: bench/run.sh [--quick] [--only spawn,throughput,scale,group,durable,fanout,queries,recovery,fleet,ten_thousand]
-//!        maxx-bench --maxx PATH [--quick] [--only LIST] [--runs N] [--fleet-window S] [--out FILE]
+//!        maxx-bench --maxx PATH [--quick] [--only LIST] [--runs N] [--fleet-window S] [--fleet-sessions N] [--out FILE]
 //!
 //! Prints a table (each figure: min / median / max over runs; ratios computed within a
 //! run) and the target verdicts, and writes the same figures as JSON.
@@ -38,6 +38,9 @@ pub struct Cfg {
     /// `--fleet-window S`: the fleet scenario runs 100 sessions for S seconds (long-run
     /// memory: a screen's history and logs keep growing for minutes), instead of its plan.
     pub fleet_window: Option<u64>,
+    /// `--fleet-sessions N`: the fleet scenario runs N sessions only (its window: the plan's
+    /// for 1,000, or `--fleet-window`), for comparing builds on one fleet size.
+    pub fleet_sessions: Option<usize>,
 }
 
 /// One line of the results table.
@@ -240,7 +243,7 @@ const NOT_QUICK: [&str; 1] = ["ten_thousand"];
 
 fn usage() -> ! {
     eprintln!(
-        "usage: maxx-bench --maxx PATH [--quick] [--only {}] [--runs N] [--fleet-window S] [--out FILE]",
+        "usage: maxx-bench --maxx PATH [--quick] [--only {}] [--runs N] [--fleet-window S] [--fleet-sessions N] [--out FILE]",
         ALL.join(",")
     );
     std::process::exit(2)
@@ -291,6 +294,7 @@ fn main() {
     let mut out: Option<PathBuf> = None;
     let mut runs = None;
     let mut fleet_window = None;
+    let mut fleet_sessions = None;
     let mut it = args.iter().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -312,6 +316,7 @@ fn main() {
             "--out" => out = Some(it.next().unwrap_or_else(|| usage()).into()),
             "--runs" => runs = Some(positive(it.next()) as usize),
             "--fleet-window" => fleet_window = Some(positive(it.next())),
+            "--fleet-sessions" => fleet_sessions = Some(positive(it.next()) as usize),
             "-h" | "--help" => usage(),
             _ => usage(),
         }
@@ -330,6 +335,7 @@ fn main() {
         me: std::env::current_exe().expect("current exe"),
         runs,
         fleet_window,
+        fleet_sessions,
     };
     if std::process::Command::new("tmux")
         .arg("-V")

@@ -385,6 +385,7 @@ impl Pty {
                 let slot = ScreenSlot {
                     staging: std::sync::OnceLock::new(),
                     lazy: std::sync::Mutex::new(lazy),
+                    settled: Default::default(),
                 };
                 if let Some(s) = staging {
                     let _ = slot.staging.set(s);
@@ -658,22 +659,25 @@ thread_local! {
 /// One `read` of the master into `rest` (the buffer's bytes from `filled` on). Into the
 /// staging area it is armed first (see `screen_model::store`, "The armed read"): for exactly
 /// what is waiting, so a kill inside the `read` leaves a region the next daemon can tell
-/// apart. Nothing waiting and the slave side not hung up (`hup`): `WouldBlock` without a
-/// `read` (the usual end of a drain; see below). Nothing waiting after a hang-up: 1 byte,
-/// which reports EOF or EIO, and cannot be a short copy that looks like a cut one. The
-/// caller publishes the result ([`Staging::staged`]).
+/// apart. A read that took every byte counted says so ([`Read::emptied`]: the usual end of
+/// a drain, see below). Nothing waiting and the slave side not hung up (`hup`): `WouldBlock`
+/// without a `read`. Nothing waiting after a hang-up: 1 byte, which reports EOF or EIO, and
+/// cannot be a short copy that looks like a cut one. The caller publishes the result
+/// ([`Staging::staged`]).
 ///
-/// Why skipping the `read` that would say `EAGAIN` loses nothing: bytes reach the count
-/// `FIONREAD` reports (the line discipline's queue) before the wake-up that makes the master
-/// readable, so anything not counted yet brings its own readiness event, which the runtime
-/// records under a newer tick than the one this drain clears.
+/// Why ending the drain there loses nothing (neither asking `FIONREAD` again nor the `read`
+/// that would say `EAGAIN`): bytes reach the count `FIONREAD` reports (the line discipline's
+/// queue) before the wake-up that makes the master readable, so anything not counted yet
+/// brings its own readiness event, which the runtime records under a newer tick than the one
+/// this drain clears.
 fn read_once(
     fd: RawFd,
     staging: Option<&Staging>,
     hup: bool,
     mut rest: &mut [u8],
     filled: usize,
-) -> io::Result<usize> {
+) -> io::Result<Read> {
+    let mut counted = None;
     if let Some(s) = staging {
         let avail = pending_input(fd);
         // Only a count of zero ends the drain: a failed `FIONREAD` reads (1 byte) as before.
@@ -681,6 +685,7 @@ fn read_once(
             return Err(io::ErrorKind::WouldBlock.into());
         }
         let want = avail.unwrap_or(0).clamp(1, rest.len().min(ARM_MAX));
+        counted = avail.filter(|&a| a == want && !hup);
         rest = &mut rest[..want];
         s.arm(rest, filled);
     }
@@ -689,8 +694,21 @@ fn read_once(
     if n < 0 {
         Err(io::Error::last_os_error())
     } else {
-        Ok(n as usize)
+        let n = n as usize;
+        Ok(Read {
+            n,
+            emptied: n > 0 && counted == Some(n),
+        })
     }
+}
+
+/// What one [`read_once`] got.
+struct Read {
+    /// Bytes read; 0 is EOF.
+    n: usize,
+    /// The read took every byte `FIONREAD` counted: the queue was empty after it, as far as
+    /// this readiness goes (see [`read_once`]), so the drain ends without asking again.
+    emptied: bool,
 }
 
 /// Read everything the master has now, up to [`READ_CHUNK`] bytes (the tty hands out at most
@@ -698,7 +716,11 @@ fn read_once(
 /// the screen model before the next await. `None` on EOF or EIO (slave closed).
 async fn read_chunk(io: &AsyncFd<OwnedFd>, output: &Output) -> Option<Drained> {
     loop {
-        let mut guard = io.readable().await.ok()?;
+        // The pump is the master's only reader and writer: the registration's own waker slots
+        // serve it (no waiter queued and unlinked under the registration's lock each wake).
+        let mut guard = std::future::poll_fn(|cx| io.poll_read_ready(cx))
+            .await
+            .ok()?;
         if !output.ready() {
             if hung_up_empty(guard.ready(), || pending_input(io.as_raw_fd())) {
                 // The slave side hung up with nothing to read: no screen memory for that (the
@@ -730,14 +752,21 @@ async fn read_chunk(io: &AsyncFd<OwnedFd>, output: &Output) -> Option<Drained> {
                     read_once(fd.as_raw_fd(), staging, hup, &mut buf[filled..], filled)
                 });
                 match result {
-                    Ok(Ok(0)) => {
+                    Ok(Ok(Read { n: 0, .. })) => {
                         closed = true;
                         break;
                     }
-                    Ok(Ok(n)) => {
+                    Ok(Ok(Read { n, emptied })) => {
                         filled += n;
                         if let Some(s) = staging {
                             s.staged(filled);
+                        }
+                        if emptied {
+                            // Everything counted is read: what comes after the count brings
+                            // its own readiness, under a newer tick than the one cleared here
+                            // (an agent's redraw costs one `FIONREAD` this way, not two).
+                            guard.clear_ready();
+                            break;
                         }
                     }
                     Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -788,7 +817,7 @@ fn pending_input(fd: RawFd) -> Option<usize> {
 /// Write as much of `bytes` as the master takes now. Returns bytes written.
 async fn write_some(io: &AsyncFd<OwnedFd>, bytes: &[u8]) -> io::Result<usize> {
     loop {
-        let mut guard = io.writable().await?;
+        let mut guard = std::future::poll_fn(|cx| io.poll_write_ready(cx)).await?;
         match guard.try_io(|fd| {
             // SAFETY: writing from a valid slice.
             let n = unsafe {
@@ -898,6 +927,8 @@ struct ScreenSlot {
     /// Whether the screen memory must still be made (or its registration awaited) before
     /// the next `read`.
     lazy: std::sync::Mutex<Lazy>,
+    /// `lazy` was seen [`Lazy::Ready`], which it stays: later wake-ups skip its lock.
+    settled: std::sync::atomic::AtomicBool,
 }
 
 /// Where the pump puts output.
@@ -953,11 +984,18 @@ impl Output {
 
     /// Whether a `read` may go ahead without [`Output::screen_ready`].
     fn ready(&self) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
         self.screen.as_deref().is_none_or(|s| {
-            matches!(
-                *s.lazy.lock().unwrap_or_else(|e| e.into_inner()),
-                Lazy::Ready
-            )
+            // Only the pump changes `lazy`, and it never leaves `Ready` (`screen_ready` sets
+            // `Ready` in passing only while it makes the memory, within this task).
+            s.settled.load(Relaxed) || {
+                let ready = matches!(
+                    *s.lazy.lock().unwrap_or_else(|e| e.into_inner()),
+                    Lazy::Ready
+                );
+                s.settled.store(ready, Relaxed);
+                ready
+            }
         })
     }
 
@@ -1215,13 +1253,10 @@ mod tests {
         }
     }
 
-    /// A spawn registers the master with the keeper at once and makes no screen memory; the
-    /// first output makes it, registers it with the master again, and is logged in it —
-    /// a program that prints nothing never gets one.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn the_screen_memory_is_made_and_registered_at_the_first_output() {
-        use crate::screen_model::store::{Record, Store};
-        use maxx_protocol::keeper::{FromKeeper, ToKeeper};
+    /// A keeper link with no survivors to hand over: the daemon's side, and the keeper's end
+    /// of the socket (what the daemon sends it: [`from_daemon`]).
+    async fn keeper() -> (Keeper, AsyncFd<OwnedFd>) {
+        use maxx_protocol::keeper::FromKeeper;
         let (mine, theirs) = crate::keeper_link::packet::pair().unwrap();
         let end = FromKeeper::HandoffEnd {
             count: 0,
@@ -1231,7 +1266,62 @@ mod tests {
         let (keeper, _) = crate::keeper_link::Keeper::connect(theirs.into_raw_fd())
             .await
             .unwrap();
-        let link = register(mine).unwrap();
+        (keeper, register(mine).unwrap())
+    }
+
+    /// A drain that ends on a `read` of everything `FIONREAD` counted (no second `FIONREAD`)
+    /// still hears of what the program writes next: 60 titles, each its own write after a
+    /// pause, all arrive, in order, read through the screen memory's armed read.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_drain_ended_by_its_count_misses_nothing_written_after_it() {
+        let (keeper, _link) = keeper().await;
+        let model = ScreenModel::new(Box::new(|_| {}));
+        let generation = model.reset(80, 24, 100);
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let cmd = "i=0; while [ $i -lt 60 ]; do printf '\\033]2;t%d\\007' $i; \
+                   i=$((i+1)); sleep 0.005; done; exec sleep 5";
+        let pty = Pty::spawn(
+            spec(cmd, "/"),
+            model.clone(),
+            generation,
+            Some(Keep {
+                keeper,
+                session_id: "S".into(),
+                surface_id: "F".into(),
+                token: "0".repeat(32),
+            }),
+            move |event| {
+                if let PumpEvent::Screen(events) = event {
+                    for e in events {
+                        let _ = tx.send(e);
+                    }
+                }
+                true
+            },
+        )
+        .unwrap();
+        for i in 0..60 {
+            let event = tokio::time::timeout(std::time::Duration::from_secs(10), rx.recv())
+                .await
+                .unwrap_or_else(|_| panic!("title {i} never arrived"))
+                .unwrap();
+            assert_eq!(event, ScreenEvent::Title(format!("t{i}")));
+        }
+        assert!(
+            model.screen_fd().is_some(),
+            "read through the screen memory"
+        );
+        drop(pty);
+    }
+
+    /// A spawn registers the master with the keeper at once and makes no screen memory; the
+    /// first output makes it, registers it with the master again, and is logged in it —
+    /// a program that prints nothing never gets one.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_screen_memory_is_made_and_registered_at_the_first_output() {
+        use crate::screen_model::store::{Record, Store};
+        use maxx_protocol::keeper::ToKeeper;
+        let (keeper, link) = keeper().await;
         let dir = std::env::temp_dir();
         let go = dir.join(format!("maxx-lazy-screen-{}", std::process::id()));
         let _ = std::fs::remove_file(&go);
