@@ -697,17 +697,23 @@ fn read_once(
         let n = n as usize;
         Ok(Read {
             n,
-            emptied: n > 0 && counted == Some(n),
+            emptied: n > 0 && counted == Some(n) && n < LDISC_BUF,
         })
     }
 }
+
+/// The line discipline's read buffer (`N_TTY_BUF_SIZE`): `FIONREAD` never counts more. A
+/// count that filled it says the program is ahead of the reader (a flood), and more is likely
+/// on its way: the drain asks again, to fill its chunk, rather than end.
+const LDISC_BUF: usize = 4096;
 
 /// What one [`read_once`] got.
 struct Read {
     /// Bytes read; 0 is EOF.
     n: usize,
-    /// The read took every byte `FIONREAD` counted: the queue was empty after it, as far as
-    /// this readiness goes (see [`read_once`]), so the drain ends without asking again.
+    /// The read took every byte `FIONREAD` counted, and the count was below
+    /// [`LDISC_BUF`]: the queue was empty after it, as far as this readiness goes (see
+    /// [`read_once`]), so the drain ends without asking again.
     emptied: bool,
 }
 
