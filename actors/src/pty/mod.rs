@@ -697,22 +697,23 @@ fn read_once(
         let n = n as usize;
         Ok(Read {
             n,
-            emptied: n > 0 && counted == Some(n) && n < LDISC_BUF,
+            emptied: n > 0 && counted == Some(n) && n < LDISC_FULL,
         })
     }
 }
 
-/// The line discipline's read buffer (`N_TTY_BUF_SIZE`): `FIONREAD` never counts more. A
+/// A full line discipline: n_tty's read buffer is 4 KiB (`N_TTY_BUF_SIZE`) and it keeps one
+/// byte of it free, so `FIONREAD` counts at most 4,095 (measured; the flood test below). A
 /// count that filled it says the program is ahead of the reader (a flood), and more is likely
 /// on its way: the drain asks again, to fill its chunk, rather than end.
-const LDISC_BUF: usize = 4096;
+const LDISC_FULL: usize = 4095;
 
 /// What one [`read_once`] got.
 struct Read {
     /// Bytes read; 0 is EOF.
     n: usize,
     /// The read took every byte `FIONREAD` counted, and the count was below
-    /// [`LDISC_BUF`]: the queue was empty after it, as far as this readiness goes (see
+    /// [`LDISC_FULL`]: the queue was empty after it, as far as this readiness goes (see
     /// [`read_once`]), so the drain ends without asking again.
     emptied: bool,
 }
@@ -1160,48 +1161,110 @@ mod tests {
     /// A pump `read` killed before it could publish what it got (SIGKILL takes effect on the
     /// return from the syscall, which leaves exactly this state): a real PTY, a real process
     /// killed. The next daemon takes what the `read` consumed from the tty, once.
+    /// A PTY pair from `openpty`, the master non-blocking; the caller closes both.
+    fn raw_pair() -> (RawFd, RawFd) {
+        let mut fds = [0; 2];
+        // SAFETY: openpty into our array.
+        let r = unsafe {
+            libc::openpty(
+                &mut fds[0],
+                &mut fds[1],
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                std::ptr::null(),
+            )
+        };
+        assert_eq!(r, 0);
+        // SAFETY: our own descriptor.
+        unsafe { libc::fcntl(fds[0], libc::F_SETFL, libc::O_NONBLOCK) };
+        (fds[0], fds[1])
+    }
+
+    fn write_all(fd: RawFd, data: &[u8]) {
+        if !data.is_empty() {
+            // SAFETY: writing from a valid slice.
+            let n = unsafe { libc::write(fd, data.as_ptr().cast(), data.len()) };
+            assert_eq!(n as usize, data.len());
+        }
+    }
+
+    /// Wait (10 s at most) until the master's `FIONREAD` says `n`: the tty moves what the
+    /// slave wrote to the master's side in its own time.
+    fn wait_counted(master: RawFd, n: usize) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let avail = pending_input(master).unwrap_or(0);
+            if avail == n {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{avail} bytes waiting, not {n}"
+            );
+            std::thread::yield_now();
+        }
+    }
+
+    /// A redraw (a count below a full line discipline) ends the drain on the `read` that took
+    /// it; a flood (the line discipline full, more behind it) does not, and the next `read`
+    /// goes on with what followed.
+    #[test]
+    fn a_read_of_all_that_was_counted_ends_the_drain_unless_the_count_was_a_full_buffer() {
+        use crate::screen_model::store::Store;
+        let (master, slave) = raw_pair();
+        let store = Store::create(80, 24, 0).unwrap();
+        let staging = store.staging();
+        staging.begin();
+        // SAFETY: this test is the staging area's only user.
+        let buf = unsafe { staging.buf() };
+        write_all(slave, &[b'r'; 100]);
+        wait_counted(master, 100);
+        let got = read_once(master, Some(&staging), false, &mut buf[..], 0).unwrap();
+        assert_eq!((got.n, got.emptied), (100, true), "a redraw");
+        write_all(slave, &[b'f'; 8_000]);
+        wait_counted(master, LDISC_FULL);
+        let got = read_once(master, Some(&staging), false, &mut buf[100..], 100).unwrap();
+        assert_eq!((got.n, got.emptied), (LDISC_FULL, false), "a flood");
+        let mut filled = 100 + got.n;
+        while filled < 8_100 {
+            match read_once(master, Some(&staging), false, &mut buf[filled..], filled) {
+                Ok(got) => filled += got.n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => wait_counted_some(master),
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert!(
+            buf[..100].iter().all(|&b| b == b'r') && buf[100..filled].iter().all(|&b| b == b'f')
+        );
+        // SAFETY: closing our own descriptors.
+        unsafe {
+            libc::close(master);
+            libc::close(slave);
+        }
+    }
+
+    /// Wait (10 s at most) until the master counts anything.
+    fn wait_counted_some(master: RawFd) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while pending_input(master).unwrap_or(0) == 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the flood's rest never came"
+            );
+            std::thread::yield_now();
+        }
+    }
+
     #[test]
     fn a_read_killed_before_it_was_published_loses_nothing() {
         use crate::screen_model::store::{Record, Store};
         // Output waiting in the master (200 times), or none: the `read` is armed for 1 byte
         // and gets EAGAIN.
         for waiting in [&b"0123456789abcdef"[..], b""] {
-            let mut fds = [0; 2];
-            // SAFETY: openpty into our array; the descriptors are closed below.
-            let r = unsafe {
-                libc::openpty(
-                    &mut fds[0],
-                    &mut fds[1],
-                    std::ptr::null_mut(),
-                    std::ptr::null(),
-                    std::ptr::null(),
-                )
-            };
-            assert_eq!(r, 0);
-            let (master, slave) = (fds[0], fds[1]);
-            // SAFETY: our own descriptor.
-            unsafe { libc::fcntl(master, libc::F_SETFL, libc::O_NONBLOCK) };
+            let (master, slave) = raw_pair();
             let data: Vec<u8> = waiting.repeat(200);
-            if !data.is_empty() {
-                // SAFETY: writing from a valid slice.
-                let n = unsafe { libc::write(slave, data.as_ptr().cast(), data.len()) };
-                assert_eq!(n as usize, data.len());
-            }
-            // The tty moves it to the master's side in its own time.
-            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-            loop {
-                let mut avail: libc::c_int = 0;
-                // SAFETY: FIONREAD writes one int.
-                unsafe { libc::ioctl(master, libc::FIONREAD, &mut avail) };
-                if avail as usize == data.len() {
-                    break;
-                }
-                assert!(
-                    std::time::Instant::now() < deadline,
-                    "{avail} bytes waiting"
-                );
-                std::thread::yield_now();
-            }
+            write_all(slave, &data);
+            wait_counted(master, data.len());
             let mut store = Store::create(80, 24, 0).unwrap();
             store.output(b"logged ");
             let staging = store.staging();
