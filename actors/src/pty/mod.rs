@@ -1191,15 +1191,20 @@ mod tests {
     /// Wait (10 s at most) until the master's `FIONREAD` says `n`: the tty moves what the
     /// slave wrote to the master's side in its own time.
     fn wait_counted(master: RawFd, n: usize) {
+        wait_count(master, |avail| avail == n);
+    }
+
+    /// Wait (10 s at most) until the master's `FIONREAD` count satisfies `done`.
+    fn wait_count(master: RawFd, done: impl Fn(usize) -> bool) {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         loop {
             let avail = pending_input(master).unwrap_or(0);
-            if avail == n {
+            if done(avail) {
                 return;
             }
             assert!(
                 std::time::Instant::now() < deadline,
-                "{avail} bytes waiting, not {n}"
+                "{avail} bytes waiting"
             );
             std::thread::yield_now();
         }
@@ -1229,7 +1234,7 @@ mod tests {
         while filled < 8_100 {
             match read_once(master, Some(&staging), false, &mut buf[filled..], filled) {
                 Ok(got) => filled += got.n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => wait_counted_some(master),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => wait_count(master, |n| n > 0),
                 Err(e) => panic!("{e}"),
             }
         }
@@ -1240,18 +1245,6 @@ mod tests {
         unsafe {
             libc::close(master);
             libc::close(slave);
-        }
-    }
-
-    /// Wait (10 s at most) until the master counts anything.
-    fn wait_counted_some(master: RawFd) {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while pending_input(master).unwrap_or(0) == 0 {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the flood's rest never came"
-            );
-            std::thread::yield_now();
         }
     }
 
