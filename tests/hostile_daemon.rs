@@ -556,7 +556,9 @@ fn a_create_when_the_kernel_has_no_pty_left_is_refused_pty_exhausted() {
         .unwrap()
         .to_string();
     d.create(json!({"command": "exec sleep 600"}));
+    // Both acknowledged creates are counted at once (their records registered first).
     let records = d.ok("daemon.stats", json!({}))["records"].clone();
+    assert_eq!(records, 2);
     let refused = d.err(
         "sessions.create",
         json!({"command": "exec sleep 600"}),
@@ -576,7 +578,12 @@ fn a_create_when_the_kernel_has_no_pty_left_is_refused_pty_exhausted() {
     assert_eq!(d.ok("daemon.stats", json!({}))["records"], records);
     assert_eq!(d.count(), 2, "nothing was created");
     let out = d.cli(&["sessions", "create", "--command", "true"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("pty_exhausted"),
         "{}",
