@@ -23,6 +23,7 @@
 //! `group.rs` ends the session's process group and tracks the groups still being ended;
 //! `master.rs` the master's ioctls.
 
+mod gate;
 mod group;
 mod master;
 mod spawn;
@@ -1063,6 +1064,10 @@ async fn pump<F>(
     // The screen's backlog is full: no reading until the grid has parsed some of it (the
     // program then waits on the kernel's PTY buffer; nothing it wrote is dropped).
     let mut blocked = false;
+    // The exit and the input are polled only when they woke the pump (see `gate`): nearly
+    // every wake-up is the master's.
+    let exit_gate = gate::Gate::new();
+    let input_gate = gate::Gate::new();
     while read_open || child_alive || input_open || !pending.is_empty() {
         let front: &[u8] = pending.front().map(|c| &c.bytes[offset..]).unwrap_or(&[]);
         let has_pending = !pending.is_empty();
@@ -1079,7 +1084,7 @@ async fn pump<F>(
                 None => read_open = false,
             },
             _ = output.model.space(), if blocked => blocked = output.model.full(),
-            _ = &mut gone, if child_alive => {
+            _ = std::future::poll_fn(|cx| exit_gate.poll(cx, |cx| gone.as_mut().poll(cx))), if child_alive => {
                 child_alive = false;
                 // What the child wrote before it exited is already in the master: report it
                 // before the exit, so an attached reader (a recording) gets the last output
@@ -1142,7 +1147,7 @@ async fn pump<F>(
                     }
                 }
             },
-            msg = input_rx.recv(), if input_open => match msg {
+            msg = std::future::poll_fn(|cx| input_gate.poll(cx, |cx| input_rx.poll_recv(cx))), if input_open => match msg {
                 Some(chunk) if chunk.bytes.is_empty() => { let _ = chunk.done.send(Ok(())); }
                 Some(chunk) => pending.push_back(chunk),
                 None => input_open = false,
