@@ -10,24 +10,32 @@
 //! through the gate skips the source unless it was marked.
 
 use futures_util::task::AtomicWaker;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
-/// One source's gate: whether it woke since it was last polled, and its own waker.
-pub(super) struct Gate {
-    state: Arc<GateState>,
-    waker: Waker,
-}
-
-struct GateState {
-    /// The source woke (or has never been polled, or last answered `Ready`): poll it.
-    woken: AtomicBool,
-    /// The task to wake: registered on every poll through the gate, before `woken` is read.
+/// The gates of one pump: the sources that woke it since they were last polled, and the task
+/// to wake, in one allocation (one cache line a wake-up, whatever the number of sources).
+pub(super) struct Gates {
+    /// Bit `i`: source `i` woke (or has never been polled, or last answered `Ready`).
+    woken: AtomicU8,
+    /// The task to wake: registered on every poll through a gate, before `woken` is read.
     task: AtomicWaker,
 }
 
-impl Wake for GateState {
+/// One source's gate: its bit in [`Gates`], and its own waker, which sets the bit.
+pub(super) struct Gate {
+    gates: Arc<Gates>,
+    bit: u8,
+    waker: Waker,
+}
+
+struct SourceWaker {
+    gates: Arc<Gates>,
+    bit: u8,
+}
+
+impl Wake for SourceWaker {
     fn wake(self: Arc<Self>) {
         self.wake_by_ref();
     }
@@ -35,23 +43,34 @@ impl Wake for GateState {
     fn wake_by_ref(self: &Arc<Self>) {
         // Marked before the task is woken: a poll that registered after this wake-up took
         // the task's waker still sees the mark (AtomicWaker orders the two).
-        self.woken.store(true, Ordering::Release);
-        self.task.wake();
+        self.gates.woken.fetch_or(self.bit, Ordering::Release);
+        self.gates.task.wake();
+    }
+}
+
+impl Gates {
+    pub(super) fn new() -> Arc<Gates> {
+        Arc::new(Gates {
+            woken: AtomicU8::new(u8::MAX),
+            task: AtomicWaker::new(),
+        })
+    }
+
+    /// The gate of source `index` (< 8).
+    pub(super) fn gate(self: &Arc<Self>, index: u8) -> Gate {
+        let bit = 1 << index;
+        Gate {
+            gates: self.clone(),
+            bit,
+            waker: Waker::from(Arc::new(SourceWaker {
+                gates: self.clone(),
+                bit,
+            })),
+        }
     }
 }
 
 impl Gate {
-    pub(super) fn new() -> Gate {
-        let state = Arc::new(GateState {
-            woken: AtomicBool::new(true),
-            task: AtomicWaker::new(),
-        });
-        Gate {
-            waker: Waker::from(state.clone()),
-            state,
-        }
-    }
-
     /// `poll` (the source's own poll) through this gate: with the gate's waker, and only if
     /// the source woke. The gate must be the only way the source is polled (its waker is the
     /// one the source holds).
@@ -60,14 +79,14 @@ impl Gate {
         cx: &mut Context<'_>,
         poll: impl FnOnce(&mut Context<'_>) -> Poll<T>,
     ) -> Poll<T> {
-        self.state.task.register(cx.waker());
-        if !self.state.woken.swap(false, Ordering::AcqRel) {
+        self.gates.task.register(cx.waker());
+        if self.gates.woken.fetch_and(!self.bit, Ordering::AcqRel) & self.bit == 0 {
             return Poll::Pending;
         }
         match poll(&mut Context::from_waker(&self.waker)) {
             Poll::Ready(v) => {
                 // A ready source registered no waker: it is asked again next time.
-                self.state.woken.store(true, Ordering::Release);
+                self.gates.woken.fetch_or(self.bit, Ordering::Release);
                 Poll::Ready(v)
             }
             Poll::Pending => Poll::Pending,
@@ -80,7 +99,7 @@ mod tests {
     use super::*;
     use std::future::Future;
     use std::pin::Pin;
-    use std::sync::atomic::AtomicUsize;
+    use std::sync::atomic::{AtomicBool, AtomicUsize};
 
     /// A source that counts its polls and answers `Ready` once it is set.
     struct Source {
@@ -121,7 +140,9 @@ mod tests {
         let task = Arc::new(Count(AtomicUsize::new(0)));
         let task_waker = Waker::from(task.clone());
         let mut cx = Context::from_waker(&task_waker);
-        let gate = Gate::new();
+        let gates = Gates::new();
+        let gate = gates.gate(0);
+        let other = gates.gate(1);
         // First poll: the source is asked and registers the gate's waker.
         assert!(gate
             .poll(&mut cx, |cx| Pin::new(&mut source).poll(cx))
@@ -134,10 +155,18 @@ mod tests {
                 .is_pending());
         }
         assert_eq!(polls.load(Ordering::SeqCst), 1);
+        // Another source's wake-up wakes the task, and leaves this one unasked.
+        assert!(other.poll(&mut cx, |_| Poll::<()>::Pending).is_pending());
+        other.waker.wake_by_ref();
+        assert_eq!(task.0.load(Ordering::SeqCst), 1);
+        assert!(gate
+            .poll(&mut cx, |cx| Pin::new(&mut source).poll(cx))
+            .is_pending());
+        assert_eq!(polls.load(Ordering::SeqCst), 1);
         // The source wakes: the task is woken, and the next poll asks the source.
         ready.store(true, Ordering::SeqCst);
         held.lock().unwrap().take().unwrap().wake();
-        assert_eq!(task.0.load(Ordering::SeqCst), 1);
+        assert_eq!(task.0.load(Ordering::SeqCst), 2);
         assert!(gate
             .poll(&mut cx, |cx| Pin::new(&mut source).poll(cx))
             .is_ready());

@@ -1066,8 +1066,9 @@ async fn pump<F>(
     let mut blocked = false;
     // The exit and the input are polled only when they woke the pump (see `gate`): nearly
     // every wake-up is the master's.
-    let exit_gate = gate::Gate::new();
-    let input_gate = gate::Gate::new();
+    let gates = gate::Gates::new();
+    let exit_gate = gates.gate(0);
+    let input_gate = gates.gate(1);
     while read_open || child_alive || input_open || !pending.is_empty() {
         let front: &[u8] = pending.front().map(|c| &c.bytes[offset..]).unwrap_or(&[]);
         let has_pending = !pending.is_empty();
