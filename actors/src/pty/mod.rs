@@ -1164,9 +1164,6 @@ mod tests {
     use portable_pty::MasterPty;
     use std::os::fd::IntoRawFd;
 
-    /// A pump `read` killed before it could publish what it got (SIGKILL takes effect on the
-    /// return from the syscall, which leaves exactly this state): a real PTY, a real process
-    /// killed. The next daemon takes what the `read` consumed from the tty, once.
     /// A PTY pair from `openpty`, the master non-blocking; the caller closes both.
     fn raw_pair() -> (RawFd, RawFd) {
         let mut fds = [0; 2];
@@ -1254,6 +1251,9 @@ mod tests {
         }
     }
 
+    /// A pump `read` killed before it could publish what it got (SIGKILL takes effect on the
+    /// return from the syscall, which leaves exactly this state): a real PTY, a real process
+    /// killed. The next daemon takes what the `read` consumed from the tty, once.
     #[test]
     fn a_read_killed_before_it_was_published_loses_nothing() {
         use crate::screen_model::store::{Record, Store};
@@ -1286,10 +1286,7 @@ mod tests {
             assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
             assert!(libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGKILL);
             // The tty gave it everything: it is in the store only.
-            let mut avail: libc::c_int = -1;
-            // SAFETY: FIONREAD writes one int.
-            unsafe { libc::ioctl(master, libc::FIONREAD, &mut avail) };
-            assert_eq!(avail, 0);
+            assert_eq!(pending_input(master), Some(0));
             let (_, saved) = Store::open(store.fd().try_clone_to_owned().unwrap()).unwrap();
             let expect = [&b"staged"[..], &data].concat();
             assert_eq!(
