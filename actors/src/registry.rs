@@ -128,6 +128,10 @@ pub enum RegistryMsg {
     PruneWaiters,
     /// The focused session, if any.
     Focused(RpcReplyPort<Option<String>>),
+    /// Answered once every message sent before it is handled: a caller that saw a create
+    /// acknowledged then reads the counters with that session's record counted
+    /// (`daemon.stats`; the actor registers it by a cast before it answers).
+    Settled(RpcReplyPort<()>),
     /// The actor and lifecycle of a session, to route a request to it (waking the actor
     /// of a dormant record).
     Resolve(String, RpcReplyPort<Option<Resolved>>),
@@ -768,6 +772,9 @@ impl Actor for RegistryActor {
             }
             RegistryMsg::Focused(reply) => {
                 let _ = reply.send(state.focused.clone());
+            }
+            RegistryMsg::Settled(reply) => {
+                let _ = reply.send(());
             }
             RegistryMsg::PruneWaiters => {
                 let before = state.group_waiters.len();

@@ -251,10 +251,8 @@ async fn daemon_request(call: Call, caller: &str, ctx: &DaemonContext) -> Result
             session_request(call, caller, false, ctx).await
         }
         Call::Daemon(DaemonCall::Stats) => {
-            // A session's actor registers its record (a cast) before it answers the create:
-            // one round trip through the registry first, so `records` counts every create
-            // the caller has seen acknowledged.
-            ask(&ctx.registry, RegistryMsg::Focused, ACTOR_CALL_TIMEOUT).await?;
+            // `records` counts every create the caller has seen acknowledged.
+            ask(&ctx.registry, RegistryMsg::Settled, ACTOR_CALL_TIMEOUT).await?;
             Ok(json!(ctx.spawn.stats.snapshot()))
         }
         Call::Daemon(DaemonCall::Status) => status(ctx).await,
