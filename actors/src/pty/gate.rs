@@ -9,18 +9,23 @@
 //! gives a source a waker of its own, which marks the gate and then wakes the task; polling
 //! through the gate skips the source unless it was marked.
 
-use futures_util::task::AtomicWaker;
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
+use std::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, RawWakerVTable, Wake, Waker};
 
 /// The gates of one pump: the sources that woke it since they were last polled, and the task
 /// to wake, in one allocation (one cache line a wake-up, whatever the number of sources).
 pub(super) struct Gates {
     /// Bit `i`: source `i` woke (or has never been polled, or last answered `Ready`).
     woken: AtomicU8,
-    /// The task to wake: registered on every poll through a gate, before `woken` is read.
-    task: AtomicWaker,
+    /// The task to wake, kept (a wake-up does not take it). Set by a poll whose waker would
+    /// not wake the one kept: a task's waker is the same on every poll, so in practice once.
+    task: Mutex<Option<Waker>>,
+    /// The kept waker's data and vtable pointers, written only by polls (under `task`'s
+    /// lock), so a poll can tell without the lock that its waker is the one kept. Wakers are
+    /// compared the way [`Waker::will_wake`] does.
+    task_data: AtomicPtr<()>,
+    task_vtable: AtomicPtr<RawWakerVTable>,
 }
 
 /// One source's gate: its bit in [`Gates`], and its own waker, which sets the bit.
@@ -41,10 +46,15 @@ impl Wake for SourceWaker {
     }
 
     fn wake_by_ref(self: &Arc<Self>) {
-        // Marked before the task is woken: a poll that registered after this wake-up took
-        // the task's waker still sees the mark (AtomicWaker orders the two).
-        self.gates.woken.fetch_or(self.bit, Ordering::Release);
-        self.gates.task.wake();
+        // Marked before the task is woken. A poll reads the marks after it made sure its
+        // waker is the one kept, so it either sees this mark or is woken by it; a poll that
+        // replaced the kept waker did so under the lock this takes after marking, so it sees
+        // the mark if this wakes the waker it replaced.
+        self.gates.woken.fetch_or(self.bit, Ordering::SeqCst);
+        let task = self.gates.task.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(task) = task.as_ref() {
+            task.wake_by_ref();
+        }
     }
 }
 
@@ -52,7 +62,9 @@ impl Gates {
     pub(super) fn new() -> Arc<Gates> {
         Arc::new(Gates {
             woken: AtomicU8::new(u8::MAX),
-            task: AtomicWaker::new(),
+            task: Mutex::new(None),
+            task_data: AtomicPtr::new(std::ptr::null_mut()),
+            task_vtable: AtomicPtr::new(std::ptr::null_mut()),
         })
     }
 
@@ -68,25 +80,44 @@ impl Gates {
             })),
         }
     }
+
+    /// Keep `waker` as the task's, unless it is the one kept already (two plain loads: this
+    /// runs on every poll of the pump, and a lock or a read-modify-write there was ~2% of
+    /// the daemon's CPU with 1,000 agents redrawing).
+    fn keep(&self, waker: &Waker) {
+        let data = waker.data() as *mut ();
+        let vtable = waker.vtable() as *const RawWakerVTable as *mut RawWakerVTable;
+        if self.task_data.load(Ordering::Relaxed) == data
+            && self.task_vtable.load(Ordering::Relaxed) == vtable
+        {
+            return;
+        }
+        let mut task = self.task.lock().unwrap_or_else(|e| e.into_inner());
+        *task = Some(waker.clone());
+        self.task_data.store(data, Ordering::Relaxed);
+        self.task_vtable.store(vtable, Ordering::Relaxed);
+    }
 }
 
 impl Gate {
     /// `poll` (the source's own poll) through this gate: with the gate's waker, and only if
     /// the source woke. The gate must be the only way the source is polled (its waker is the
-    /// one the source holds).
+    /// one the source holds), and its polls must not run concurrently (they are the pump's).
     pub(super) fn poll<T>(
         &self,
         cx: &mut Context<'_>,
         poll: impl FnOnce(&mut Context<'_>) -> Poll<T>,
     ) -> Poll<T> {
-        self.gates.task.register(cx.waker());
-        if self.gates.woken.fetch_and(!self.bit, Ordering::AcqRel) & self.bit == 0 {
+        self.gates.keep(cx.waker());
+        // Unmarked (the usual case): one load, no write to the shared line.
+        if self.gates.woken.load(Ordering::SeqCst) & self.bit == 0 {
             return Poll::Pending;
         }
+        self.gates.woken.fetch_and(!self.bit, Ordering::SeqCst);
         match poll(&mut Context::from_waker(&self.waker)) {
             Poll::Ready(v) => {
                 // A ready source registered no waker: it is asked again next time.
-                self.gates.woken.fetch_or(self.bit, Ordering::Release);
+                self.gates.woken.fetch_or(self.bit, Ordering::SeqCst);
                 Poll::Ready(v)
             }
             Poll::Pending => Poll::Pending,
@@ -176,5 +207,31 @@ mod tests {
             .poll(&mut cx, |cx| Pin::new(&mut source).poll(cx))
             .is_ready());
         assert_eq!(polls.load(Ordering::SeqCst), 3);
+    }
+
+    #[test]
+    fn a_wake_up_wakes_the_waker_of_the_latest_poll_and_keeps_it() {
+        let gates = Gates::new();
+        let gate = gates.gate(0);
+        let first = Arc::new(Count(AtomicUsize::new(0)));
+        let second = Arc::new(Count(AtomicUsize::new(0)));
+        let (first_waker, second_waker) = (Waker::from(first.clone()), Waker::from(second.clone()));
+        assert!(gate
+            .poll(&mut Context::from_waker(&first_waker), |_| {
+                Poll::<()>::Pending
+            })
+            .is_pending());
+        gate.waker.wake_by_ref();
+        assert_eq!(first.0.load(Ordering::SeqCst), 1);
+        // Polled with another waker: that one is woken from now on.
+        assert!(gate
+            .poll(&mut Context::from_waker(&second_waker), |_| {
+                Poll::<()>::Pending
+            })
+            .is_pending());
+        gate.waker.wake_by_ref();
+        gate.waker.wake_by_ref();
+        assert_eq!(first.0.load(Ordering::SeqCst), 1);
+        assert_eq!(second.0.load(Ordering::SeqCst), 2);
     }
 }
