@@ -928,15 +928,17 @@ impl Drop for PutBack<'_> {
 
 /// The pump's side of the session's screen memory (boxed in [`Output`]: every session's
 /// pump task is allocated at its full size, and these do not fit its size class).
+/// `repr(C)`: what every redraw reads (`settled`, `staging`) first, in one cache line.
+#[repr(C)]
 struct ScreenSlot {
+    /// `lazy` was seen [`Lazy::Ready`], which it stays: later wake-ups skip its lock.
+    settled: std::sync::atomic::AtomicBool,
     /// The read buffer in the screen memory, once it has one: a chunk read and not drained
     /// yet survives the daemon there.
     staging: std::sync::OnceLock<Staging>,
     /// Whether the screen memory must still be made (or its registration awaited) before
     /// the next `read`.
     lazy: std::sync::Mutex<Lazy>,
-    /// `lazy` was seen [`Lazy::Ready`], which it stays: later wake-ups skip its lock.
-    settled: std::sync::atomic::AtomicBool,
 }
 
 /// Where the pump puts output.

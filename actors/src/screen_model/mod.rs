@@ -209,13 +209,19 @@ pub struct Drained {
 
 /// One session's unparsed output and (once needed) its grid, shared with the pump, the grid
 /// workers and the answer tasks.
+///
+/// `repr(C)`, `watched` first: every chunk drained reads it right after the drain's lock,
+/// and this way both share the object's first cache line (the fields' own order put it
+/// ~600 bytes away: a second cache miss per redraw with 1,000 sessions, ~0.6% of the
+/// daemon's CPU in the fleet).
+#[repr(C)]
 pub struct ScreenModel {
+    /// Whether `watches` is non-empty (checked on every chunk without a lock).
+    watched: AtomicBool,
     drain: Mutex<Drain>,
     grid: Mutex<Option<Box<Grid>>>,
     /// Pending patterns, by the session actor's ids.
     watches: Mutex<Vec<(u64, Watch)>>,
-    /// Whether `watches` is non-empty (checked on every chunk without a lock).
-    watched: AtomicBool,
     /// Whether a worker job for this model is queued and not yet started (`queued`: at
     /// once; `queued_soon`: after [`MATCH_QUIET`]).
     queued: AtomicBool,
