@@ -28,7 +28,9 @@ pub(super) struct Gates {
     task_vtable: AtomicPtr<RawWakerVTable>,
 }
 
-/// One source's gate: its bit in [`Gates`], and its own waker, which sets the bit.
+/// One source's gate: its bit in [`Gates`], and its own waker, which sets the bit. The gates
+/// and the bit are the waker's too; the gate holds its own copy so a poll does not go
+/// through the waker's allocation (one more cache line on every wake-up of the pump).
 pub(super) struct Gate {
     gates: Arc<Gates>,
     bit: u8,

@@ -212,15 +212,43 @@ pub struct Staging {
 unsafe impl Send for Staging {}
 unsafe impl Sync for Staging {}
 
-impl Staging {
-    /// A header word.
-    fn atomic_u64(&self, at: usize) -> &AtomicU64 {
-        assert!(at.is_multiple_of(8) && at + 8 <= PAGE);
+/// The header page's words, read and written as atomics, for the two that map a store's file
+/// (the store and its pump's `Staging`).
+///
+/// # Safety
+/// `base` must be the start of a live `FILE_BYTES` mapping for as long as `self` lives.
+unsafe trait Header {
+    fn base(&self) -> *mut u8;
+
+    fn atomic_u32(&self, at: usize) -> &AtomicU32 {
+        assert!(at.is_multiple_of(4) && at + 4 <= PAGE);
         // SAFETY: aligned (the mapping is page-aligned), inside the header page, which lives
-        // as long as `_map`.
-        unsafe { &*(self.base.add(at) as *const AtomicU64) }
+        // as long as `self` (the trait's contract).
+        unsafe { &*(self.base().add(at) as *const AtomicU32) }
     }
 
+    fn atomic_u64(&self, at: usize) -> &AtomicU64 {
+        assert!(at.is_multiple_of(8) && at + 8 <= PAGE);
+        // SAFETY: as above.
+        unsafe { &*(self.base().add(at) as *const AtomicU64) }
+    }
+}
+
+// SAFETY: `base` is the mapping `_map` keeps alive.
+unsafe impl Header for Staging {
+    fn base(&self) -> *mut u8 {
+        self.base
+    }
+}
+
+// SAFETY: `base` is the mapping `map` keeps alive.
+unsafe impl Header for Store {
+    fn base(&self) -> *mut u8 {
+        self.base
+    }
+}
+
+impl Staging {
     /// A new chunk starts: nothing staged.
     pub fn begin(&self) {
         self.atomic_u64(OFF_STAGED).store(0, Ordering::Release);
@@ -239,10 +267,7 @@ impl Staging {
 
     /// The output-record count of the active slot (high 32 bits of a word).
     fn records(&self) -> u64 {
-        // SAFETY: aligned, inside the header page.
-        let active = unsafe { &*(self.base.add(OFF_ACTIVE) as *const AtomicU32) }
-            .load(Ordering::Acquire) as usize
-            & 1;
+        let active = self.atomic_u32(OFF_ACTIVE).load(Ordering::Acquire) as usize & 1;
         let commit = self
             .atomic_u64(OFF_SLOTS + active * SLOT_DESC + D_COMMIT)
             .load(Ordering::Acquire);
@@ -821,18 +846,6 @@ impl Store {
 
     fn put_u32(&mut self, at: usize, v: u32) {
         self.bytes_mut(at, 4).copy_from_slice(&v.to_le_bytes());
-    }
-
-    fn atomic_u32(&self, at: usize) -> &AtomicU32 {
-        assert!(at.is_multiple_of(4) && at + 4 <= PAGE);
-        // SAFETY: aligned (the mapping is page-aligned), inside the header page.
-        unsafe { &*(self.base.add(at) as *const AtomicU32) }
-    }
-
-    fn atomic_u64(&self, at: usize) -> &AtomicU64 {
-        assert!(at.is_multiple_of(8) && at + 8 <= PAGE);
-        // SAFETY: as above.
-        unsafe { &*(self.base.add(at) as *const AtomicU64) }
     }
 
     fn flags(&self) -> &AtomicU32 {
