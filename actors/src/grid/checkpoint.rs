@@ -265,6 +265,9 @@ fn put_style(w: &mut Writer, s: &Style) {
 /// last plain style, and buffers reused.
 #[derive(Default)]
 pub(super) struct RowWriter {
+    /// History rows as [`FORMAT`] writes them (else cell by cell, with no byte saying so, as
+    /// older builds did).
+    compact: bool,
     styles: Styles,
     plain: Option<(Color, Color, u16, usize)>,
     scratch: Scratch,
@@ -286,16 +289,34 @@ impl RowWriter {
         // cell counted as used. Each row's occupied cells are read just before it is written
         // (the row is then in cache), and written after all the rows.
         match super::history::of(grid) {
+            // Each history row says how it is written: its compact bytes as the history
+            // holds them (a copy: most rows), or cell by cell like a screen row (a row with
+            // combining characters, an underline colour or a tag).
             Some(store) => {
                 for back in (1..=history).rev() {
                     occupied.push(cols);
-                    self.put_stored(store.back(back), w);
+                    let row = store.back(back);
+                    match row.compact().filter(|_| self.compact) {
+                        Some(bytes) => {
+                            w.u8(HISTORY_COMPACT);
+                            w.bytes(bytes);
+                        }
+                        None => {
+                            if self.compact {
+                                w.u8(HISTORY_CELLS);
+                            }
+                            self.put_stored(row, w);
+                        }
+                    }
                 }
             }
             None => {
                 for line in -(history as i32)..0 {
                     let row = &mut grid[Line(line)];
                     occupied.push(occupied_cells(row, &mut self.scratch));
+                    if self.compact {
+                        w.u8(HISTORY_CELLS);
+                    }
                     self.put_row(&row[..], w);
                 }
             }
@@ -447,6 +468,16 @@ impl Combined {
     }
 }
 
+/// The checkpoint's format, after a leading zero (an older build's checkpoint has neither):
+/// history rows as their compact bytes.
+const FORMAT: u8 = 2;
+/// How a history row is written: cell by cell, as a screen row is.
+const HISTORY_CELLS: u8 = 0;
+/// How a history row is written: its compact bytes, as the grid's history holds them.
+const HISTORY_COMPACT: u8 = 1;
+/// Bytes of a compact row before its runs.
+const HISTORY_ROW_HEAD: usize = 4;
+
 /// The four charset slots of a cursor.
 const CHARSETS: [CharsetIndex; 4] = [
     CharsetIndex::G0,
@@ -468,6 +499,19 @@ impl Grid {
     /// The checkpoint appended to `w` (the screen memory's checkpoint is the light
     /// pass's part, then this: one buffer, no copy).
     pub(crate) fn checkpoint_into(&mut self, w: &mut Writer) {
+        self.checkpoint_as(w, true);
+    }
+
+    /// The checkpoint as the build before [`FORMAT`] wrote it (tests: it must still restore).
+    #[cfg(test)]
+    pub fn checkpoint_of_an_older_build(&mut self) -> Vec<u8> {
+        let mut w = Writer::default();
+        self.checkpoint_as(&mut w, false);
+        w.0
+    }
+
+    /// The checkpoint into `w`: in [`FORMAT`] (`compact`), or as older builds wrote it.
+    fn checkpoint_as(&mut self, w: &mut Writer, compact: bool) {
         self.finish_feed();
         let preceding = self.probe_preceding();
         let tabs = self.probe_tabs();
@@ -477,6 +521,12 @@ impl Grid {
         // state) with the last printed character put back, as a restored grid gets it.
         self.parser = alacritty_terminal::vte::ansi::Processor::new();
         self.set_preceding(preceding);
+        // A zero where an older build's checkpoint starts with its columns (never zero), then
+        // the format.
+        if compact {
+            w.var(0);
+            w.u8(FORMAT);
+        }
         w.var(self.cols() as u64);
         w.var(self.rows() as u64);
         w.var(self.scrollback as u64);
@@ -509,7 +559,10 @@ impl Grid {
         // The primary screen (behind the alternate one if that is on display) and its
         // history, then its cursors.
         let alt = self.alt_screen();
-        let mut rows = RowWriter::default();
+        let mut rows = RowWriter {
+            compact,
+            ..RowWriter::default()
+        };
         let primary = self.primary_grid_mut();
         let history = super::history::of(primary).map_or(primary.history_size(), |s| s.len());
         w.var(history as u64);
@@ -684,7 +737,18 @@ impl Grid {
     /// scroll region the light pass carried, 1-based, if set).
     pub fn restore(bytes: &[u8], region: Option<(u16, u16)>) -> Result<Grid, Bad> {
         let r = &mut Reader(bytes);
-        let cols = r.upto(u16::MAX as u64)? as u16;
+        // An older build's checkpoint starts with its columns and writes history rows cell
+        // by cell only.
+        let first = r.upto(u16::MAX as u64)?;
+        let compact = first == 0;
+        if compact && r.u8()? != FORMAT {
+            return Err("a checkpoint of another format");
+        }
+        let cols = if compact {
+            r.upto(u16::MAX as u64)?
+        } else {
+            first
+        } as u16;
         let rows = r.upto(u16::MAX as u64)? as u16;
         let scrollback = r.upto(MAX_SCROLLBACK_LINES as u64)? as usize;
         if cols < MIN_COLS
@@ -770,6 +834,8 @@ impl Grid {
             styles: Vec::new(),
             prompt: g.prompt_link.clone(),
             input: g.input_link.clone(),
+            compact,
+            cells: Vec::new(),
         };
         let history = r.upto(scrollback as u64)? as usize;
         rows.read_grid(r, g.term.grid_mut(), history)?;
@@ -837,6 +903,11 @@ struct RowReader {
     styles: Vec<Cell>,
     prompt: Hyperlink,
     input: Hyperlink,
+    /// Each history row starts with how it is written ([`HISTORY_COMPACT`] or
+    /// [`HISTORY_CELLS`]; an older build's rows are all written cell by cell, with no such byte).
+    compact: bool,
+    /// A compact row's cells (reused from row to row).
+    cells: Vec<Cell>,
 }
 
 impl RowReader {
@@ -854,21 +925,15 @@ impl RowReader {
         let whole = Line(0)..Line(screen as i32);
         for n in 0..history + screen {
             let mut row = Row::new(cols);
-            let len = r.upto(cols as u64)? as usize;
-            for col in 0..len {
-                let mut cell = self.style(r)?;
-                cell.c = char::from_u32(r.upto(0x10ffff)? as u32).ok_or("a bad character")?;
-                row[Column(col)] = cell;
-            }
-            let extras = r.upto(len as u64)?;
-            for _ in 0..extras {
-                // (`extras` is 0 on an empty row, so `len` ≥ 1 here.)
-                let col = r.upto(len as u64 - 1)? as usize;
-                let count = r.upto(64)?;
-                for _ in 0..count {
-                    let c = char::from_u32(r.upto(0x10ffff)? as u32).ok_or("a bad character")?;
-                    row[Column(col)].push_zerowidth(c);
+            if n < history && self.compact && r.upto(1)? as u8 == HISTORY_COMPACT {
+                // At most 14 bytes a cell: a run of its own (10) and a 4-byte character.
+                let bytes = r.bytes(HISTORY_ROW_HEAD + 14 * cols)?;
+                super::history::cells_of_compact(bytes, cols, &mut self.cells)?;
+                for (col, cell) in self.cells.drain(..).enumerate() {
+                    row[Column(col)] = cell;
                 }
+            } else {
+                self.read_cells(r, &mut row, cols)?;
             }
             let at = if n < screen {
                 n
@@ -877,6 +942,27 @@ impl RowReader {
                 screen - 1
             };
             grid[Line(at as i32)] = row;
+        }
+        Ok(())
+    }
+
+    /// A row written cell by cell into `row` (`cols` wide).
+    fn read_cells(&mut self, r: &mut Reader, row: &mut Row<Cell>, cols: usize) -> Result<(), Bad> {
+        let len = r.upto(cols as u64)? as usize;
+        for col in 0..len {
+            let mut cell = self.style(r)?;
+            cell.c = char::from_u32(r.upto(0x10ffff)? as u32).ok_or("a bad character")?;
+            row[Column(col)] = cell;
+        }
+        let extras = r.upto(len as u64)?;
+        for _ in 0..extras {
+            // (`extras` is 0 on an empty row, so `len` ≥ 1 here.)
+            let col = r.upto(len as u64 - 1)? as usize;
+            let count = r.upto(64)?;
+            for _ in 0..count {
+                let c = char::from_u32(r.upto(0x10ffff)? as u32).ok_or("a bad character")?;
+                row[Column(col)].push_zerowidth(c);
+            }
         }
         Ok(())
     }
@@ -1276,6 +1362,55 @@ mod tests {
         assert_eq!(styled(&restored), styled(&live));
         bytes.push(41);
         assert!(Grid::restore(&bytes, None).is_err(), "a count past the row");
+    }
+
+    /// History rows in both of [`FORMAT`]'s ways (compact bytes, or cell by cell for a row
+    /// with combining characters or an underline colour) and in an older build's checkpoint
+    /// (every row cell by cell, no format byte): each restores the screen and its history as
+    /// they were, and writes the same checkpoint again. A compact row changed in any part is
+    /// refused.
+    #[test]
+    fn history_rows_restore_from_the_format_and_from_an_older_builds() {
+        let mut live = Grid::new(40, 5, 100);
+        live.feed(
+            "plain\r\n\x1b[1;31mred\x1b[0m and \x1b[38;2;1;2;3mtrue\x1b[0m\r\ne\u{301} \
+             combined\r\n\x1b[4m\x1b[58;5;3munderlined\x1b[0m\r\n\u{4e2d}\u{6587} wide\r\n"
+                .as_bytes(),
+        );
+        for i in 0..30 {
+            live.feed(format!("line {i}\r\n").as_bytes());
+        }
+        live.finish_feed();
+        assert_eq!(live.history(), 31);
+        let new = live.checkpoint();
+        let old = live.checkpoint_of_an_older_build();
+        assert_eq!(new[..2], [0, FORMAT]);
+        for bytes in [&new, &old] {
+            let mut restored = Grid::restore(bytes, None).unwrap();
+            assert_eq!(styled(&restored), styled(&live));
+            assert_eq!(restored.checkpoint(), new);
+        }
+        // "line 7" as a compact row: its kind and length, its counts (6 cells, 2 bytes of
+        // runs), its one run (plain, 6 cells), its characters.
+        let at = new.windows(6).position(|w| w == b"line 7").unwrap();
+        assert_eq!(new[at - 8..at], [HISTORY_COMPACT, 12, 6, 0, 2, 0, 0, 6]);
+        for (i, v) in [
+            (at - 8, 2),
+            (at - 6, 7),
+            (at - 6, 41),
+            (at - 4, 3),
+            (at - 2, 0x80),
+            (at - 1, 5),
+            (at, 0xff),
+        ] {
+            let mut bytes = new.clone();
+            bytes[i] = v;
+            assert!(
+                Grid::restore(&bytes, None).is_err(),
+                "byte {} as {v}",
+                i + 8 - at
+            );
+        }
     }
 
     /// Rows a clear filled with a background colour, then made wider (the cells added are

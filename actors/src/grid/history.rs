@@ -276,6 +276,12 @@ impl StoredRow {
         }
     }
 
+    /// The row's compact bytes, if it has no extra data (a checkpoint then carries these
+    /// bytes as they are: [`cells_of_compact`] reads them back).
+    pub(super) fn compact(&self) -> Option<&[u8]> {
+        self.extras.is_none().then_some(&self.data)
+    }
+
     fn head(&self, at: usize) -> usize {
         self.data
             .get(at..at + 2)
@@ -449,6 +455,52 @@ impl StoredRow {
         text.truncate(trimmed);
         is_input
     }
+}
+
+/// The cells of a row from compact bytes ([`StoredRow::compact`]) a checkpoint carried, into
+/// `out` (cleared first): hostile input, refused unless the characters are UTF-8, the row
+/// fits in `cols`, no cell has a flag alacritty does not know, and the bytes are exactly
+/// the ones [`StoredRow::of_cells`] makes of the cells read (so every count, length, colour
+/// and run in them is the one the writer put there).
+pub(super) fn cells_of_compact(
+    bytes: &[u8],
+    cols: usize,
+    out: &mut Vec<Cell>,
+) -> Result<(), &'static str> {
+    out.clear();
+    if bytes.is_empty() {
+        // An empty row (all default blanks) holds no bytes.
+        return Ok(());
+    }
+    let head = |at: usize| {
+        bytes
+            .get(at..at + 2)
+            .map(|b| u16::from_le_bytes([b[0], b[1]]) as usize)
+            .ok_or("a cut row")
+    };
+    let (len, runs) = (head(0)?, head(2)?);
+    if len == 0 || len > cols {
+        return Err("a row out of bounds");
+    }
+    let chars = bytes.get(HEAD_BYTES + runs..).ok_or("a cut row")?;
+    std::str::from_utf8(chars).map_err(|_| "a bad character")?;
+    // The characters are UTF-8: `chars` (which does not check again) reads them.
+    let row = StoredRow {
+        data: bytes.into(),
+        extras: None,
+    };
+    row.cells_into(out);
+    if out.len() != len
+        || out
+            .iter()
+            .any(|c| Flags::from_bits(c.flags.bits()).is_none())
+    {
+        return Err("a row that does not add up");
+    }
+    if *StoredRow::of_cells(out, &mut Scratch::default()).data != *bytes {
+        return Err("a row that does not add up");
+    }
+    Ok(())
 }
 
 /// A cell as a fresh row holds it.
@@ -644,6 +696,93 @@ mod tests {
             .collect();
         let row = StoredRow::of_cells(&plain, &mut Scratch::default());
         assert_eq!(row.data.len(), HEAD_BYTES + 2 + 5);
+    }
+
+    /// Compact bytes from a checkpoint: what `of_cells` wrote reads back as its cells; a row
+    /// wider than the terminal, a cut one, a bad character, runs that do not cover the cells,
+    /// a named colour past the table, or any bytes but the ones `of_cells` writes for what
+    /// they read as are refused; and no single changed byte, nor random bytes, make it panic.
+    #[test]
+    fn compact_bytes_read_back_only_as_written() {
+        let style = |c: char, fg: Color, flags: Flags| Cell {
+            c,
+            fg,
+            flags,
+            ..Cell::default()
+        };
+        let plain = Color::Named(NamedColor::Foreground);
+        let cells = vec![
+            style('a', plain, Flags::empty()),
+            style('b', plain, Flags::empty()),
+            style('é', Color::Named(NamedColor::Red), Flags::BOLD),
+            style('x', Color::Spec(Rgb { r: 1, g: 2, b: 3 }), Flags::empty()),
+        ];
+        let row = StoredRow::of_cells(&cells, &mut Scratch::default());
+        let bytes = row.compact().unwrap().to_vec();
+        let mut out = Vec::new();
+        cells_of_compact(&bytes, 10, &mut out).unwrap();
+        assert_eq!(out, cells);
+        assert!(
+            cells_of_compact(&bytes, 3, &mut out).is_err(),
+            "wider than 3"
+        );
+        cells_of_compact(&[], 10, &mut out).unwrap();
+        assert!(out.is_empty(), "an empty row");
+        for n in 1..bytes.len() {
+            assert!(
+                cells_of_compact(&bytes[..n], 10, &mut out).is_err(),
+                "cut at {n}"
+            );
+        }
+        let mut longer = bytes.clone();
+        longer.push(b'z');
+        assert!(
+            cells_of_compact(&longer, 10, &mut out).is_err(),
+            "a byte after it"
+        );
+        // One cell of the foreground's named colour number 1 (red), then number 200.
+        let named = |i: u8| [1, 0, 3, 0, NAMED_KIND, 1, i, b'q'];
+        cells_of_compact(&named(1), 10, &mut out).unwrap();
+        assert_eq!(out[0].fg, Color::Named(NamedColor::Red));
+        assert!(
+            cells_of_compact(&named(200), 10, &mut out).is_err(),
+            "colour 200"
+        );
+        // A default colour written as a named one reads as the same cells, but is not what
+        // `of_cells` writes for them.
+        assert!(
+            cells_of_compact(&named(16), 10, &mut out).is_err(),
+            "the default named"
+        );
+        for at in 0..bytes.len() {
+            for v in 0..=255u8 {
+                let mut b = bytes.clone();
+                b[at] = v;
+                if cells_of_compact(&b, 10, &mut out).is_ok() {
+                    let again = StoredRow::of_cells(&out, &mut Scratch::default());
+                    assert_eq!(*again.data, *b, "byte {at} as {v}");
+                }
+            }
+        }
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..50_000 {
+            let len = (next() % 24) as usize;
+            let mut b: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+            if b.len() >= 4 {
+                // Counts that fit, more often than chance.
+                b[0] %= 12;
+                b[1] = 0;
+                b[2] %= 16;
+                b[3] = 0;
+            }
+            let _ = cells_of_compact(&b, 10, &mut out);
+        }
     }
 
     #[test]

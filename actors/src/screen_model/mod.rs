@@ -79,7 +79,7 @@ const INLINE_ANSWER_BYTES: usize = 16 * 1024;
 const RESIZES_MAX: usize = 64;
 /// Log length in the screen memory past which a checkpoint is taken (at the next chunk that
 /// ends in the parser's ground state), so the log starts again after it — or later, at
-/// eight times the last checkpoint's size (`saved::due_at`). The log's pages are memory for
+/// twice the last checkpoint's size (`saved::due_at`). The log's pages are memory for
 /// as long as the session lives (this was 2 MiB: a TUI that redraws without scrolling kept
 /// that much). [`PARSE_AT`], the backlog at which the grid is parsed even though nobody
 /// reads: a checkpoint (which needs the grid) then never builds one that would not have been

@@ -197,19 +197,21 @@ impl ScreenModel {
     }
 }
 
-/// The log length past which the next checkpoint is taken: [`CHECKPOINT_AT`], or eight times
-/// the last checkpoint's size when that is more (at most half of [`store::LOG_MAX`], so the
-/// log never outruns its slot waiting for a ground point): a checkpoint encodes the whole
-/// history, so this encodes at most one byte of checkpoint per eight bytes of output. A fixed
-/// 2 MiB cadence with a full 200-column scrollback cost 3x the parsing under a flood; at four
-/// times and 8 MiB, a 10,000-row 200-column history (a 2.9 MB checkpoint, ~40 ms to encode)
-/// still cost a third of the parse (`grid::feed_speed`). A cadence set by a test is taken as
-/// it is.
+/// The log length past which the next checkpoint is taken: [`CHECKPOINT_AT`], or twice the
+/// last checkpoint's size when that is more (at most half of [`store::LOG_MAX`], so the log
+/// never outruns its slot waiting for a ground point): a checkpoint holds the whole history,
+/// so this writes at most one byte of checkpoint per two bytes of output, and the screen
+/// memory holds at most about three checkpoints' worth. The history's rows go into a
+/// checkpoint as the bytes the grid keeps them in (a copy), so a 10,000-row 200-column
+/// history is a 1.6 MB checkpoint taking ~1 ms, against the ~50 ms its 3.2 MB of output takes
+/// to parse (`grid::feed_speed` with `MAXX_FEED_CKPT`). It was eight times while rows were
+/// encoded cell by cell (~9 ms for that history): a fleet session's log then grew to eight
+/// of its checkpoints, ~2 MB, before it was cut. A cadence set by a test is taken as it is.
 fn due_at(at: usize, store: &Store) -> usize {
     if at != CHECKPOINT_AT {
         return at;
     }
-    at.max((8 * store.checkpoint_len()).min(store::LOG_MAX / 2))
+    at.max((2 * store.checkpoint_len()).min(store::LOG_MAX / 2))
 }
 
 /// Whether `bytes` ends on a whole UTF-8 character (the parser holds no half of one).
