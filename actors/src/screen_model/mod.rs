@@ -79,9 +79,9 @@ const INLINE_ANSWER_BYTES: usize = 16 * 1024;
 const RESIZES_MAX: usize = 64;
 /// Log length in the screen memory past which a checkpoint is taken (at the next chunk that
 /// ends in the parser's ground state), so the log starts again after it — or later, at
-/// twice the last checkpoint's size (`saved::due_at`). The log's pages are memory for
-/// as long as the session lives (this was 2 MiB: a TUI that redraws without scrolling kept
-/// that much). [`PARSE_AT`], the backlog at which the grid is parsed even though nobody
+/// eight times the last checkpoint's size, twice while output comes slowly (`saved::due`).
+/// The log's pages are memory for as long as the session lives (this was 2 MiB: a TUI that
+/// redraws without scrolling kept that much). [`PARSE_AT`], the backlog at which the grid is parsed even though nobody
 /// reads: a checkpoint (which needs the grid) then never builds one that would not have been
 /// built.
 const CHECKPOINT_AT: usize = PARSE_AT;
@@ -153,6 +153,10 @@ struct Drain {
     /// A checkpoint is due once the grid has parsed up to this stream offset (a chunk end
     /// where the light pass, whose state at that point is kept here, was in its ground state).
     pending: Option<(u64, Vec<u8>)>,
+    /// When the screen memory's log started (its last checkpoint, or the memory itself):
+    /// how fast the output came since decides when the next checkpoint is due
+    /// (`saved::due`).
+    log_since: std::time::Instant,
 }
 
 impl Drain {
@@ -273,6 +277,7 @@ impl ScreenModel {
                 sink: None,
                 store: None,
                 pending: None,
+                log_since: std::time::Instant::now(),
             }),
             grid: Mutex::new(None),
             watches: Mutex::new(Vec::new()),

@@ -24,6 +24,7 @@ impl ScreenModel {
             }
             d.backlog.switch_to_log(Some(&store));
             d.store = Some(store);
+            d.log_since = std::time::Instant::now();
         }
     }
 
@@ -47,6 +48,7 @@ impl ScreenModel {
         let staging = store.staging();
         d.backlog.switch_to_log(Some(&store));
         d.store = Some(store);
+        d.log_since = std::time::Instant::now();
         Ok(Some((staging, fd)))
     }
 
@@ -142,9 +144,16 @@ impl ScreenModel {
     /// [`CHECKPOINT_AT`], none is pending, and the chunk ended in the ground state (no escape
     /// sequence or UTF-8 character half read). Records the point and the light pass there.
     pub(super) fn want_checkpoint(&self, d: &mut Drain, bytes: &[u8]) -> bool {
+        let since = d.log_since;
         let due = d.pending.is_none()
             && d.store.as_ref().is_some_and(|s| {
-                !s.lost() && s.log_len() > due_at(self.checkpoint_at.load(Ordering::Relaxed), s)
+                !s.lost()
+                    && due(
+                        self.checkpoint_at.load(Ordering::Relaxed),
+                        s.log_len(),
+                        s.checkpoint_len(),
+                        || since.elapsed(),
+                    )
             })
             && utf8_complete(bytes);
         if !due {
@@ -193,25 +202,33 @@ impl ScreenModel {
             backlog.checkpoint(store, at, resizes.iter().copied(), |store, tail| {
                 store.checkpoint(cols, rows, *scrollback, &blob.0, tail)
             });
+            d.log_since = std::time::Instant::now();
         }
     }
 }
 
-/// The log length past which the next checkpoint is taken: [`CHECKPOINT_AT`], or twice the
-/// last checkpoint's size when that is more (at most half of [`store::LOG_MAX`], so the log
-/// never outruns its slot waiting for a ground point): a checkpoint holds the whole history,
-/// so this writes at most one byte of checkpoint per two bytes of output, and the screen
-/// memory holds at most about three checkpoints' worth. The history's rows go into a
-/// checkpoint as the bytes the grid keeps them in (a copy), so a 10,000-row 200-column
-/// history is a 1.6 MB checkpoint taking ~1 ms, against the ~50 ms its 3.2 MB of output takes
-/// to parse (`grid::feed_speed` with `MAXX_FEED_CKPT`). It was eight times while rows were
-/// encoded cell by cell (~9 ms for that history): a fleet session's log then grew to eight
-/// of its checkpoints, ~2 MB, before it was cut. A cadence set by a test is taken as it is.
-fn due_at(at: usize, store: &Store) -> usize {
+/// Output that came no faster than this since the log started (bytes a second) is slow: the
+/// next checkpoint is then due at twice the last one's size rather than eight times.
+const SLOW_OUTPUT: f64 = 1024.0 * 1024.0;
+
+/// Whether a log of `log` bytes, started `since()` ago after a checkpoint of `last` bytes,
+/// is due for the next checkpoint: past [`CHECKPOINT_AT`], and past eight times the last
+/// checkpoint's size — or twice that size if the output came slowly ([`SLOW_OUTPUT`]) — at
+/// most half of [`store::LOG_MAX`] (so the log never outruns its slot waiting for a ground
+/// point). A checkpoint holds the whole history: the eight times bound what a flood with a
+/// long history spends on them (a 10,000-row 200-column history is a 1.6 MB checkpoint,
+/// ~1 ms to encode and as long again to write into the memory, against the ~50 ms its 3.2 MB
+/// of output takes to parse, `grid::feed_speed` with `MAXX_FEED_CKPT`: at twice, the flood
+/// lost 5–8%), and twice bounds the memory of a session that prints slowly for hours (the
+/// log is memory: a fleet agent's grew to eight checkpoints, ~1.9 MB, over five minutes),
+/// whose checkpoints then cost nothing that shows. `since` is asked only between the two.
+/// A cadence set by a test is taken as it is.
+fn due(at: usize, log: usize, last: usize, since: impl FnOnce() -> std::time::Duration) -> bool {
     if at != CHECKPOINT_AT {
-        return at;
+        return log > at;
     }
-    at.max((2 * store.checkpoint_len()).min(store::LOG_MAX / 2))
+    let times = |n: usize| at.max((n * last).min(store::LOG_MAX / 2));
+    log > times(8) || (log > times(2) && since().as_secs_f64() * SLOW_OUTPUT >= log as f64)
 }
 
 /// Whether `bytes` ends on a whole UTF-8 character (the parser holds no half of one).
@@ -248,4 +265,40 @@ fn restore_checkpoint(
         return Err("parts that do not agree");
     }
     Ok((light, grid))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// The cadence: past 512 KiB at least; past eight checkpoints whatever the pace; past two
+    /// only when the log came slowly; a test's cadence as it is. The pace is asked only
+    /// between two and eight checkpoints.
+    #[test]
+    fn a_checkpoint_is_due_at_eight_checkpoints_or_at_two_when_output_is_slow() {
+        const MB: usize = 1_000_000;
+        let never = || -> Duration { panic!("the pace asked outside two to eight checkpoints") };
+        let secs = |s: u64| move || Duration::from_secs(s);
+        // A small checkpoint: the 512 KiB floor decides either way.
+        assert!(!due(CHECKPOINT_AT, CHECKPOINT_AT, 10_000, never));
+        assert!(due(CHECKPOINT_AT, CHECKPOINT_AT + 1, 10_000, never));
+        // A 1.6 MB checkpoint (a long history): below twice it, never due.
+        assert!(!due(CHECKPOINT_AT, 3 * MB, 1_600_000, never));
+        // Between two and eight times: a flood (4 MB in 40 ms) waits, a slow session (4 MB
+        // over ten seconds) does not.
+        assert!(!due(CHECKPOINT_AT, 4 * MB, 1_600_000, || {
+            Duration::from_millis(40)
+        }));
+        assert!(due(CHECKPOINT_AT, 4 * MB, 1_600_000, secs(10)));
+        // Past eight times, at any pace.
+        assert!(due(CHECKPOINT_AT, 13 * MB, 1_600_000, never));
+        // Eight checkpoints past half the log's room: half of it.
+        assert!(due(CHECKPOINT_AT, store::LOG_MAX / 2 + 1, 3 * MB, never));
+        // A fleet agent: 150 KB checkpoints, 512 KiB of log over seventy seconds.
+        assert!(due(CHECKPOINT_AT, CHECKPOINT_AT + 1, 150_000, secs(70)));
+        // A cadence set by a test.
+        assert!(!due(1000, 1000, 1_600_000, never));
+        assert!(due(1000, 1001, 1_600_000, never));
+    }
 }
