@@ -302,9 +302,7 @@ impl RowWriter {
                             w.bytes(bytes);
                         }
                         None => {
-                            if self.compact {
-                                w.u8(HISTORY_CELLS);
-                            }
+                            self.put_kind(HISTORY_CELLS, w);
                             self.put_stored(row, w);
                         }
                     }
@@ -314,9 +312,7 @@ impl RowWriter {
                 for line in -(history as i32)..0 {
                     let row = &mut grid[Line(line)];
                     occupied.push(occupied_cells(row, &mut self.scratch));
-                    if self.compact {
-                        w.u8(HISTORY_CELLS);
-                    }
+                    self.put_kind(HISTORY_CELLS, w);
                     self.put_row(&row[..], w);
                 }
             }
@@ -325,6 +321,13 @@ impl RowWriter {
             let row = &mut grid[Line(line)];
             occupied.push(occupied_cells(row, &mut self.scratch));
             self.put_row(&row[..], w);
+        }
+    }
+
+    /// How the next history row is written, where the format says so (older builds' does not).
+    fn put_kind(&self, kind: u8, w: &mut Writer) {
+        if self.compact {
+            w.u8(kind);
         }
     }
 
@@ -475,8 +478,6 @@ const FORMAT: u8 = 2;
 const HISTORY_CELLS: u8 = 0;
 /// How a history row is written: its compact bytes, as the grid's history holds them.
 const HISTORY_COMPACT: u8 = 1;
-/// Bytes of a compact row before its runs.
-const HISTORY_ROW_HEAD: usize = 4;
 
 /// The four charset slots of a cursor.
 const CHARSETS: [CharsetIndex; 4] = [
@@ -927,7 +928,7 @@ impl RowReader {
             let mut row = Row::new(cols);
             if n < history && self.compact && r.upto(1)? as u8 == HISTORY_COMPACT {
                 // At most 14 bytes a cell: a run of its own (10) and a 4-byte character.
-                let bytes = r.bytes(HISTORY_ROW_HEAD + 14 * cols)?;
+                let bytes = r.bytes(super::history::HEAD_BYTES + 14 * cols)?;
                 super::history::cells_of_compact(bytes, cols, &mut self.cells)?;
                 for (col, cell) in self.cells.drain(..).enumerate() {
                     row[Column(col)] = cell;

@@ -60,7 +60,7 @@ impl Run {
 }
 
 /// Bytes before the runs: the count of cells and the runs' bytes (`u16` each).
-const HEAD_BYTES: usize = 4;
+pub(super) const HEAD_BYTES: usize = 4;
 
 /// A run's first byte: the kind of each colour ([`COLOR_KIND`] bits each, the foreground's
 /// lowest), whether flags follow ([`HAS_FLAGS`]) and whether its length takes two bytes
@@ -329,14 +329,20 @@ impl StoredRow {
         })
     }
 
+    /// The bytes of the held cells' characters (after the runs).
+    fn char_bytes(&self) -> &[u8] {
+        let at = (HEAD_BYTES + self.head(2)).min(self.data.len());
+        &self.data[at..]
+    }
+
     /// The characters of the held cells.
     fn chars(&self) -> &str {
-        let at = (HEAD_BYTES + self.head(2)).min(self.data.len());
-        let bytes = &self.data[at..];
+        let bytes = self.char_bytes();
         debug_assert!(std::str::from_utf8(bytes).is_ok());
         // SAFETY: `data` is private and written only by `of_cells`, which puts the UTF-8
-        // encoding of the cells' characters after the runs (or nothing at all); validating
-        // it again cost 6% of parsing a flood with a text wait pending.
+        // encoding of the cells' characters after the runs (or nothing at all), and by
+        // `cells_of_compact`, which checks them first; validating it again cost 6% of
+        // parsing a flood with a text wait pending.
         unsafe { std::str::from_utf8_unchecked(bytes) }
     }
 
@@ -461,43 +467,28 @@ impl StoredRow {
 /// `out` (cleared first): hostile input, refused unless the characters are UTF-8, the row
 /// fits in `cols`, no cell has a flag alacritty does not know, and the bytes are exactly
 /// the ones [`StoredRow::of_cells`] makes of the cells read (so every count, length, colour
-/// and run in them is the one the writer put there).
+/// and run in them is the one the writer put there, and a cut row is refused).
 pub(super) fn cells_of_compact(
     bytes: &[u8],
     cols: usize,
     out: &mut Vec<Cell>,
 ) -> Result<(), &'static str> {
     out.clear();
-    if bytes.is_empty() {
-        // An empty row (all default blanks) holds no bytes.
-        return Ok(());
-    }
-    let head = |at: usize| {
-        bytes
-            .get(at..at + 2)
-            .map(|b| u16::from_le_bytes([b[0], b[1]]) as usize)
-            .ok_or("a cut row")
-    };
-    let (len, runs) = (head(0)?, head(2)?);
-    if len == 0 || len > cols {
-        return Err("a row out of bounds");
-    }
-    let chars = bytes.get(HEAD_BYTES + runs..).ok_or("a cut row")?;
-    std::str::from_utf8(chars).map_err(|_| "a bad character")?;
-    // The characters are UTF-8: `chars` (which does not check again) reads them.
     let row = StoredRow {
         data: bytes.into(),
         extras: None,
     };
-    row.cells_into(out);
-    if out.len() != len
-        || out
-            .iter()
-            .any(|c| Flags::from_bits(c.flags.bits()).is_none())
-    {
-        return Err("a row that does not add up");
+    if row.len() > cols {
+        return Err("a row out of bounds");
     }
-    if *StoredRow::of_cells(out, &mut Scratch::default()).data != *bytes {
+    std::str::from_utf8(row.char_bytes()).map_err(|_| "a bad character")?;
+    // The characters are UTF-8: `chars` (which does not check again) reads them.
+    row.cells_into(out);
+    if out
+        .iter()
+        .any(|c| Flags::from_bits(c.flags.bits()).is_none())
+        || *StoredRow::of_cells(out, &mut Scratch::default()).data != *bytes
+    {
         return Err("a row that does not add up");
     }
     Ok(())
